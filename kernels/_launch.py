@@ -1,0 +1,102 @@
+"""Block shapes for the fused kernels, and the launch of one estimator's kernel.
+
+A program owns ``block_n`` environments and walks time in chunks of ``block_t`` steps, so the grid
+is ``cdiv(N, block_n)`` programs. ``LaunchConfig`` can be passed explicitly (benchmarks and the
+``sequential`` baseline, which is the same kernel with ``block_t=1``); otherwise
+:func:`choose_config` picks one from the shape.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import torch
+
+from kernels._triton import INTERPRET, tl, triton
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    block_t: int
+    block_n: int
+    num_warps: int = 4
+
+    def __post_init__(self):
+        for name in ("block_t", "block_n"):
+            value = getattr(self, name)
+            if value < 1 or value & (value - 1):
+                raise ValueError(f"LaunchConfig.{name} must be a power of two, got {value}")
+
+
+@lru_cache(maxsize=4096)
+def choose_config(T: int, N: int, time_contiguous: bool) -> LaunchConfig:
+    """Default block shape for a ``[T, N]`` problem.
+
+    ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis): then longer time
+    chunks and fewer environments per program keep the loads contiguous.
+    """
+    if INTERPRET:  # the interpreter's cost is per program and per chunk: use big tiles
+        return LaunchConfig(min(128, triton.next_power_of_2(max(T, 1))), min(64, triton.next_power_of_2(N)))
+    if time_contiguous:
+        return LaunchConfig(min(64, triton.next_power_of_2(max(T, 1))), min(32, triton.next_power_of_2(N)))
+    return LaunchConfig(min(32, triton.next_power_of_2(max(T, 1))), min(64, max(16, triton.next_power_of_2(N))))
+
+
+def resolve_config(config: Optional[LaunchConfig], view) -> LaunchConfig:
+    """``config`` if given, else the default for the ``[T, N]`` view ``view``."""
+    if config is not None:
+        return config
+    T, N = view.shape
+    return choose_config(T, N, view.stride(0) == 1 and N > 1)
+
+
+def series(view, placeholder):
+    """Kernel arguments ``(tensor, stride_t, stride_n)`` of a ``[T, N]`` view.
+
+    Bool tensors are passed as uint8 (same bytes, no copy). An absent optional input (``None``) is
+    replaced by ``placeholder`` with zero strides; the kernel never reads it (a constexpr says so).
+    """
+    if view is None:
+        return placeholder, 0, 0
+    if view.dtype == torch.bool:
+        view = view.view(torch.uint8)
+    return view, view.stride(0), view.stride(1)
+
+
+def per_env(view, placeholder):
+    """Kernel arguments ``(tensor, stride)`` of an ``[N]`` view, or of a placeholder if absent."""
+    if view is None:
+        return placeholder, 0
+    return view, view.stride(0)
+
+
+def grid(N: int, config: LaunchConfig) -> tuple[int]:
+    return (triton.cdiv(N, config.block_n),)
+
+
+
+def accumulator(dtype: torch.dtype):
+    """The Triton dtype the kernels accumulate in: float64 for float64 inputs, else float32."""
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+def scalars(*values: float) -> tuple[float, ...]:
+    """Each Python float as two float32 kernel arguments ``(hi, lo)`` with ``hi + lo == value``.
+
+    Triton passes Python floats as float32; float64 inputs must be computed with float64
+    coefficients, so the kernel rebuilds each one as ``hi + lo`` in its accumulator type
+    (``_scan.scalar``): exact to about 2^-48 relative, and free in the float32 case.
+    """
+    out = []
+    for value in values:
+        try:
+            hi = struct.unpack("f", struct.pack("f", value))[0]
+        except OverflowError:  # beyond float32's range: only clipping thresholds get here
+            hi = math.copysign(math.inf, value)
+        lo = value - hi if math.isfinite(hi) else 0.0
+        out += [hi, lo]
+    return tuple(out)

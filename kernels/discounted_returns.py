@@ -1,0 +1,106 @@
+"""Discounted returns with episode boundaries (Sutton & Barto, 2018, eq. 3.9), fused.
+
+With ``V'_t = next_values[t]``::
+
+    G_t = r_t + gamma (1 - done_t) G_{t+1} + gamma truncated_t (1 - terminated_t) V'_t
+    G_T = bootstrap_value, or next_values[T-1] when only that is given, else 0
+
+A truncated step bootstraps from the value after it; a terminated one from nothing. As a scan:
+``alpha_t = r_t + gamma truncated_t (1 - terminated_t) V'_t``, ``beta_t = gamma (1 - done_t)``,
+reverse in time, starting from ``G_T``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch, check_scalar
+from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._triton import runs_triton, tl, triton
+
+
+@triton.jit
+def _discounted_returns_kernel(
+    r_ptr, s_r_t, s_r_n,
+    term_ptr, s_term_t, s_term_n,
+    trunc_ptr, s_trunc_t, s_trunc_n,
+    nv_ptr, s_nv_t, s_nv_n,
+    boot_ptr, s_boot,
+    out_ptr, s_out_t, s_out_n,
+    T, N, gamma_hi, gamma_lo,
+    HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, HAS_BOOT: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    if HAS_BOOT:
+        carry = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+    elif HAS_NEXT:
+        carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)
+    else:
+        carry = tl.zeros([BLOCK_N], ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+        done = terminated
+        alpha = r
+        if HAS_TRUNC:
+            truncated = _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+            done = done | truncated
+            v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask & truncated, ACC)
+            alpha = alpha + tl.where(truncated & ~terminated, gamma * v_after, 0.0)
+        alpha = tl.where(mask, alpha, 0.0)
+        beta = tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
+        g, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
+
+
+def discounted_returns(
+    rewards: torch.Tensor,
+    terminated: torch.Tensor,
+    *,
+    truncated: Optional[torch.Tensor] = None,
+    next_values: Optional[torch.Tensor] = None,
+    bootstrap_value: Optional[torch.Tensor] = None,
+    gamma: float = 0.99,
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> torch.Tensor:
+    """Discounted returns ``G``; see the module docstring. ``truncated`` needs ``next_values``."""
+    gamma = check_scalar("gamma", gamma)
+    if truncated is not None and next_values is None:
+        raise ValueError("truncated needs next_values: a truncated step bootstraps from the value after it")
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+        per_env={"bootstrap_value": bootstrap_value},
+    )
+    tm = b.tm
+    if not runs_triton(b.device):
+        g = reference.discounted_returns(
+            tm["rewards"], tm["terminated"], truncated=tm["truncated"], next_values=tm["next_values"],
+            bootstrap_value=tm["bootstrap_value"], gamma=gamma,
+        )
+        return b.from_time_major(g)
+    g, g_tm = b.output()
+    if b.T == 0:
+        return g
+    r = tm["rewards"]
+    cfg = resolve_config(config, r)
+    _discounted_returns_kernel[grid(b.N, cfg)](
+        *series(r, r), *series(tm["terminated"], r), *series(tm["truncated"], r),
+        *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(g_tm, r),
+        b.T, b.N, *scalars(gamma),
+        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
+        HAS_BOOT=tm["bootstrap_value"] is not None, ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return g

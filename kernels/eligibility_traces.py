@@ -1,0 +1,80 @@
+"""Accumulating eligibility traces with episode resets (Sutton & Barto, 2018, ch. 12.2), fused.
+
+Forward in time::
+
+    z_t = x_t + gamma lam (1 - done_{t-1}) z_{t-1},    z_{-1} = initial (default 0), done_{-1} = 0
+
+As a scan: ``alpha_t = x_t``, ``beta_t = gamma lam (1 - done_{t-1})``, forward in time; the previous
+step's flag is read from the previous row of ``dones``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch, check_scalar
+from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._triton import runs_triton, tl, triton
+
+
+@triton.jit
+def _eligibility_traces_kernel(
+    x_ptr, s_x_t, s_x_n,
+    done_ptr, s_done_t, s_done_n,
+    init_ptr, s_init,
+    out_ptr, s_out_t, s_out_n,
+    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
+    HAS_INIT: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    if HAS_INIT:
+        carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
+    else:
+        carry = tl.zeros([BLOCK_N], ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
+        done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
+        beta = tl.where(mask, tl.where(done_before, 0.0, decay), 1.0)
+        z, carry = _scan.scan_chunk(x, beta, carry, t, BLOCK_T, False)
+        _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
+
+
+def eligibility_traces(
+    inputs: torch.Tensor,
+    dones: torch.Tensor,
+    *,
+    gamma: float = 0.99,
+    lam: float = 0.95,
+    initial: Optional[torch.Tensor] = None,
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> torch.Tensor:
+    """Traces ``z``; see the module docstring. ``initial`` is ``z_{-1}``, ``[N]``."""
+    gamma = check_scalar("gamma", gamma)
+    lam = check_scalar("lam", lam)
+    b = Batch(time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial})
+    tm = b.tm
+    if not runs_triton(b.device):
+        z = reference.eligibility_traces(tm["inputs"], tm["dones"], gamma=gamma, lam=lam, initial=tm["initial"])
+        return b.from_time_major(z)
+    z, z_tm = b.output()
+    if b.T == 0:
+        return z
+    x = tm["inputs"]
+    cfg = resolve_config(config, x)
+    _eligibility_traces_kernel[grid(b.N, cfg)](
+        *series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(z_tm, x),
+        b.T, b.N, *scalars(gamma, lam),
+        HAS_INIT=tm["initial"] is not None, ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return z

@@ -1,0 +1,83 @@
+"""Per-episode running sums (episode returns, lengths, counts so far), fused.
+
+Forward in time, with ``C_{-1} = initial`` (default 0)::
+
+    boundary="ends_at":   C_t = x_t + (1 - done_{t-1}) C_{t-1}    (flags mark the last step)
+    boundary="starts_at": C_t = x_t + (1 - start_t) C_{t-1}       (flags mark the first step)
+
+As a scan: ``alpha_t = x_t``, ``beta_t`` the 0/1 "same episode as the previous step" flag.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch
+from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, series
+from kernels._triton import runs_triton, tl, triton
+
+BOUNDARIES = ("ends_at", "starts_at")
+
+
+@triton.jit
+def _episodic_prefix_sum_kernel(
+    x_ptr, s_x_t, s_x_n,
+    flag_ptr, s_flag_t, s_flag_n,
+    init_ptr, s_init,
+    out_ptr, s_out_t, s_out_n,
+    T, N,
+    STARTS_AT: tl.constexpr, HAS_INIT: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    if HAS_INIT:
+        carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
+    else:
+        carry = tl.zeros([BLOCK_N], ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
+        if STARTS_AT:
+            new_episode = _scan.load_flags(flag_ptr, t, n, s_flag_t, s_flag_n, mask)
+        else:
+            new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
+        beta = tl.where(mask & new_episode, 0.0, 1.0).to(ACC)
+        c, carry = _scan.scan_chunk(x, beta, carry, t, BLOCK_T, False)
+        _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
+
+
+def episodic_prefix_sum(
+    inputs: torch.Tensor,
+    dones: torch.Tensor,
+    *,
+    initial: Optional[torch.Tensor] = None,
+    boundary: str = "ends_at",
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> torch.Tensor:
+    """Running sums ``C`` that restart at episode boundaries; see the module docstring."""
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
+    b = Batch(time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial})
+    tm = b.tm
+    if not runs_triton(b.device):
+        c = reference.episodic_prefix_sum(tm["inputs"], tm["dones"], initial=tm["initial"], boundary=boundary)
+        return b.from_time_major(c)
+    c, c_tm = b.output()
+    if b.T == 0:
+        return c
+    x = tm["inputs"]
+    cfg = resolve_config(config, x)
+    _episodic_prefix_sum_kernel[grid(b.N, cfg)](
+        *series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(c_tm, x),
+        b.T, b.N,
+        STARTS_AT=boundary == "starts_at", HAS_INIT=tm["initial"] is not None, ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return c

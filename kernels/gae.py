@@ -1,0 +1,122 @@
+"""Generalized Advantage Estimation (Schulman et al., 2016), fused.
+
+With ``V'_t`` the value of the state after step t (``next_values[t]`` when given, else ``V_{t+1}``
+and ``bootstrap_value`` at t = T-1)::
+
+    delta_t = r_t + gamma (1 - terminated_t) V'_t - V_t
+    A_t     = delta_t + gamma lam (1 - done_t) A_{t+1},   A_T = 0
+    ret_t   = A_t + V_t
+
+A truncated step still bootstraps from ``V'_t`` (the time limit is not a terminal state) but stops
+the advantage trace, like a terminated one. As a scan: ``alpha_t = delta_t``,
+``beta_t = gamma lam (1 - done_t)``, reverse in time.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch, check_scalar
+from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._triton import runs_triton, tl, triton
+
+
+@triton.jit
+def _gae_kernel(
+    r_ptr, s_r_t, s_r_n,
+    v_ptr, s_v_t, s_v_n,
+    term_ptr, s_term_t, s_term_n,
+    trunc_ptr, s_trunc_t, s_trunc_n,
+    nv_ptr, s_nv_t, s_nv_n,
+    boot_ptr, s_boot,
+    adv_ptr, s_adv_t, s_adv_n,
+    ret_ptr, s_ret_t, s_ret_n,
+    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
+    HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    if not HAS_NEXT:
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+    carry = tl.zeros([BLOCK_N], ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+        v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+        done = terminated
+        if HAS_TRUNC:
+            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        if HAS_NEXT:
+            v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+        else:
+            v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, (t[:, None] + 1 < T) & n_ok[None, :], ACC)
+            v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
+        delta = r + gamma * tl.where(terminated, 0.0, v_after) - v
+        alpha = tl.where(mask, delta, 0.0)
+        beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
+        adv, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
+        _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminated: torch.Tensor,
+    bootstrap_value: torch.Tensor,
+    *,
+    truncated: Optional[torch.Tensor] = None,
+    next_values: Optional[torch.Tensor] = None,
+    gamma: float = 0.99,
+    lam: float = 0.95,
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages and returns ``(adv, ret)`` by GAE; see the module docstring for the math.
+
+    ``rewards``, ``values``, ``terminated`` (and ``truncated``, ``next_values``) are ``[T, N]``
+    (``time_dim=1``: ``[N, T]``; 1-D: one environment); ``bootstrap_value`` is ``V(s_T)``, ``[N]``.
+    ``config`` overrides the kernel's block shape (for benchmarks).
+    """
+    gamma = check_scalar("gamma", gamma)
+    lam = check_scalar("lam", lam)
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "values": values, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+        per_env={"bootstrap_value": bootstrap_value},
+    )
+    tm = b.tm
+    if tm["bootstrap_value"] is None and tm["next_values"] is None:
+        raise ValueError("bootstrap_value is required unless next_values is given")
+    if not runs_triton(b.device):
+        adv, ret = reference.gae(
+            tm["rewards"], tm["values"], tm["terminated"], tm["bootstrap_value"],
+            truncated=tm["truncated"], next_values=tm["next_values"], gamma=gamma, lam=lam,
+        )
+        return b.from_time_major(adv), b.from_time_major(ret)
+    adv, adv_tm = b.output()
+    ret, ret_tm = b.output()
+    if b.T == 0:
+        return adv, ret
+    r = tm["rewards"]
+    cfg = resolve_config(config, r)
+    _gae_kernel[grid(b.N, cfg)](
+        *series(r, r), *series(tm["values"], r), *series(tm["terminated"], r),
+        *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r),
+        *series(adv_tm, r), *series(ret_tm, r),
+        b.T, b.N, *scalars(gamma, lam),
+        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
+        ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return adv, ret

@@ -1,0 +1,97 @@
+"""TD(lambda) returns (Sutton & Barto, 2018, ch. 12.1; terminated-vs-truncated as in torchrl), fused.
+
+With ``V'_t = next_values[t]``, the value of the state after step t::
+
+    G_t = r_t + gamma (1 - terminated_t) V'_t + gamma lam (1 - done_t) (G_{t+1} - V'_t),
+    G_T = V'_{T-1}
+
+A truncation keeps the one-step bootstrap but cuts the lambda trace. As a scan:
+``alpha_t = r_t + gamma (1 - terminated_t) V'_t - gamma lam (1 - done_t) V'_t``,
+``beta_t = gamma lam (1 - done_t)``, reverse in time, starting from ``G_T``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch, check_scalar
+from kernels._launch import LaunchConfig, accumulator, grid, resolve_config, scalars, series
+from kernels._triton import runs_triton, tl, triton
+
+
+@triton.jit
+def _lambda_returns_kernel(
+    r_ptr, s_r_t, s_r_n,
+    nv_ptr, s_nv_t, s_nv_n,
+    term_ptr, s_term_t, s_term_n,
+    trunc_ptr, s_trunc_t, s_trunc_n,
+    out_ptr, s_out_t, s_out_n,
+    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
+    HAS_TRUNC: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+        v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+        done = terminated
+        if HAS_TRUNC:
+            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        trace = tl.where(done, 0.0, gamma * lam)
+        alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
+        beta = tl.where(mask, trace, 1.0)
+        g, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
+
+
+def lambda_returns(
+    rewards: torch.Tensor,
+    next_values: torch.Tensor,
+    terminated: torch.Tensor,
+    *,
+    truncated: Optional[torch.Tensor] = None,
+    gamma: float = 0.99,
+    lam: float = 0.95,
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> torch.Tensor:
+    """Lambda-returns ``G``; see the module docstring. ``next_values[t]`` is ``V(s_{t+1})``."""
+    gamma = check_scalar("gamma", gamma)
+    lam = check_scalar("lam", lam)
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+    )
+    tm = b.tm
+    if tm["next_values"] is None:
+        raise ValueError("next_values is required by lambda_returns")
+    if not runs_triton(b.device):
+        g = reference.lambda_returns(
+            tm["rewards"], tm["next_values"], tm["terminated"], truncated=tm["truncated"], gamma=gamma, lam=lam
+        )
+        return b.from_time_major(g)
+    g, g_tm = b.output()
+    if b.T == 0:
+        return g
+    r = tm["rewards"]
+    cfg = resolve_config(config, r)
+    _lambda_returns_kernel[grid(b.N, cfg)](
+        *series(r, r), *series(tm["next_values"], r), *series(tm["terminated"], r),
+        *series(tm["truncated"], r), *series(g_tm, r),
+        b.T, b.N, *scalars(gamma, lam),
+        HAS_TRUNC=tm["truncated"] is not None, ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return g

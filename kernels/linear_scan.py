@@ -1,0 +1,76 @@
+"""The generic first-order linear recurrence, fused.
+
+Forward: ``y_t = alpha_t + beta_t y_{t-1}``, ``y_{-1} = initial`` (default 0).
+Reverse: ``y_t = alpha_t + beta_t y_{t+1}``, ``y_T = initial``.
+
+Every estimator in this package is this recurrence with ``(alpha, beta)`` built on chip from the raw
+rollout; this entry point takes ``alpha`` and ``beta`` as given.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch
+from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, series
+from kernels._triton import runs_triton, tl, triton
+
+
+@triton.jit
+def _linear_scan_kernel(
+    a_ptr, s_a_t, s_a_n,
+    b_ptr, s_b_t, s_b_n,
+    init_ptr, s_init,
+    out_ptr, s_out_t, s_out_n,
+    T, N,
+    REVERSE: tl.constexpr, HAS_INIT: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    if HAS_INIT:
+        carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
+    else:
+        carry = tl.zeros([BLOCK_N], ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, REVERSE)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
+        beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
+        y, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, REVERSE)
+        _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
+
+
+def linear_scan(
+    alpha: torch.Tensor,
+    beta: torch.Tensor,
+    *,
+    reverse: bool = False,
+    initial: Optional[torch.Tensor] = None,
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> torch.Tensor:
+    """Solve ``y_t = alpha_t + beta_t y_prev`` along time; see the module docstring."""
+    if not isinstance(reverse, bool):
+        raise TypeError(f"reverse must be a bool, got {type(reverse).__name__}")
+    b = Batch(time_dim, floats={"alpha": alpha, "beta": beta}, per_env={"initial": initial})
+    tm = b.tm
+    if not runs_triton(b.device):
+        y = reference.linear_scan(tm["alpha"], tm["beta"], reverse=reverse, initial=tm["initial"])
+        return b.from_time_major(y)
+    y, y_tm = b.output()
+    if b.T == 0:
+        return y
+    a = tm["alpha"]
+    cfg = resolve_config(config, a)
+    _linear_scan_kernel[grid(b.N, cfg)](
+        *series(a, a), *series(tm["beta"], a), *per_env(tm["initial"], a), *series(y_tm, a),
+        b.T, b.N,
+        REVERSE=reverse, HAS_INIT=tm["initial"] is not None, ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return y

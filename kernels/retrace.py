@@ -1,0 +1,114 @@
+"""Retrace(lambda) (Munos et al., 2016, "Safe and Efficient Off-Policy Reinforcement Learning"), fused.
+
+``expected_next_q[t] = sum_a pi(a|s_{t+1}) Q(s_{t+1}, a)`` is computed by the caller, so no
+per-action tensor reaches the kernel. With ``c_t = lam min(c_bar, exp(log_rhos_t))``::
+
+    D_t     = r_t + gamma (1 - terminated_t) expected_next_q_t - Q_t
+              + gamma (1 - done_t) c_{t+1} D_{t+1},        D_T = 0
+    q_ret_t = Q_t + D_t
+
+As a scan: ``alpha_t = r_t + gamma (1 - terminated_t) expected_next_q_t - Q_t`` and
+``beta_t = gamma (1 - done_t) c_{t+1}`` (0 at t = T-1), reverse in time. The trace coefficient of
+the next step is read from the next row of ``log_rhos``; registers stay bounded by the tile at any T.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch, check_scalar
+from kernels._launch import LaunchConfig, accumulator, grid, resolve_config, scalars, series
+from kernels._triton import runs_triton, tl, triton
+
+
+@triton.jit
+def _retrace_kernel(
+    r_ptr, s_r_t, s_r_n,
+    q_ptr, s_q_t, s_q_n,
+    eq_ptr, s_eq_t, s_eq_n,
+    lr_ptr, s_lr_t, s_lr_n,
+    term_ptr, s_term_t, s_term_n,
+    trunc_ptr, s_trunc_t, s_trunc_n,
+    out_ptr, s_out_t, s_out_n,
+    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, c_bar_hi, c_bar_lo,
+    HAS_TRUNC: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    carry = tl.zeros([BLOCK_N], ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        not_last = (t[:, None] + 1 < T) & n_ok[None, :]
+        r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+        q = _scan.load_tile(q_ptr, t, n, s_q_t, s_q_n, mask, ACC)
+        expected_next_q = _scan.load_tile(eq_ptr, t, n, s_eq_t, s_eq_n, mask, ACC)
+        rho_succ = tl.exp(_scan.load_tile(lr_ptr, t + 1, n, s_lr_t, s_lr_n, not_last, ACC))
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+        done = terminated
+        if HAS_TRUNC:
+            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
+        trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
+        beta = tl.where(mask, trace, 1.0)
+        d, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
+
+
+def retrace(
+    rewards: torch.Tensor,
+    q_taken: torch.Tensor,
+    expected_next_q: torch.Tensor,
+    log_rhos: torch.Tensor,
+    terminated: torch.Tensor,
+    *,
+    truncated: Optional[torch.Tensor] = None,
+    gamma: float = 0.99,
+    lam: float = 1.0,
+    c_bar: float = 1.0,
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> torch.Tensor:
+    """Retrace Q targets ``q_ret``; see the module docstring.
+
+    ``q_taken[t] = Q(s_t, a_t)``; ``log_rhos[t] = log pi(a_t|s_t) - log mu(a_t|s_t)``;
+    ``c_bar`` >= 0 clips the trace (``math.inf`` disables).
+    """
+    gamma = check_scalar("gamma", gamma)
+    lam = check_scalar("lam", lam)
+    c_bar = check_scalar("c_bar", c_bar, high=math.inf)
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "q_taken": q_taken, "expected_next_q": expected_next_q, "log_rhos": log_rhos},
+        flags={"terminated": terminated, "truncated": truncated},
+    )
+    tm = b.tm
+    if not runs_triton(b.device):
+        q_ret = reference.retrace(
+            tm["rewards"], tm["q_taken"], tm["expected_next_q"], tm["log_rhos"], tm["terminated"],
+            truncated=tm["truncated"], gamma=gamma, lam=lam, c_bar=c_bar,
+        )
+        return b.from_time_major(q_ret)
+    q_ret, q_ret_tm = b.output()
+    if b.T == 0:
+        return q_ret
+    r = tm["rewards"]
+    cfg = resolve_config(config, r)
+    _retrace_kernel[grid(b.N, cfg)](
+        *series(r, r), *series(tm["q_taken"], r), *series(tm["expected_next_q"], r),
+        *series(tm["log_rhos"], r), *series(tm["terminated"], r), *series(tm["truncated"], r),
+        *series(q_ret_tm, r),
+        b.T, b.N, *scalars(gamma, lam, c_bar),
+        HAS_TRUNC=tm["truncated"] is not None, ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return q_ret

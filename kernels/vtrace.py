@@ -1,0 +1,140 @@
+"""V-trace (Espeholt et al., 2018, IMPALA), with the lambda of rlax, fused.
+
+With ``rho_t = exp(log_rhos_t)`` and ``V'_t`` as in GAE::
+
+    c_t         = lam min(c_bar, rho_t)
+    delta_t     = min(rho_bar, rho_t) (r_t + gamma (1 - terminated_t) V'_t - V_t)
+    vs_t - V_t  = delta_t + gamma (1 - done_t) c_t (vs_{t+1} - V_{t+1}),   zero past the end
+    q_t         = lam vs_{t+1} + (1 - lam) V_{t+1}   if t < T-1 and not done_t, else V'_t
+    pg_adv_t    = min(pg_rho_bar, rho_t) (r_t + gamma (1 - terminated_t) q_t - V_t)
+
+As a scan over ``x_t = vs_t - V_t``: ``alpha_t = delta_t``, ``beta_t = gamma (1 - done_t) c_t``,
+reverse in time. ``pg_adv`` needs ``x_{t+1}``, the scan's exclusive value, which the engine
+produces in the same pass (``scan_chunk_with_next``), so nothing is re-read.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from kernels import _scan, reference
+from kernels._args import Batch, check_scalar
+from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._triton import runs_triton, tl, triton
+
+
+@triton.jit
+def _vtrace_kernel(
+    r_ptr, s_r_t, s_r_n,
+    v_ptr, s_v_t, s_v_n,
+    lr_ptr, s_lr_t, s_lr_n,
+    term_ptr, s_term_t, s_term_n,
+    trunc_ptr, s_trunc_t, s_trunc_n,
+    nv_ptr, s_nv_t, s_nv_n,
+    boot_ptr, s_boot,
+    vs_ptr, s_vs_t, s_vs_n,
+    pg_ptr, s_pg_t, s_pg_n,
+    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, rho_bar_hi, rho_bar_lo, c_bar_hi, c_bar_lo, pg_hi, pg_lo,
+    HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
+    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
+    pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
+    if not HAS_NEXT:
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+    carry = tl.zeros([BLOCK_N], ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    for chunk in range(num_chunks):
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
+        mask = (t[:, None] < T) & n_ok[None, :]
+        not_last = (t[:, None] + 1 < T) & n_ok[None, :]
+        r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+        v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
+        rho = tl.exp(_scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC))
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+        done = terminated
+        if HAS_TRUNC:
+            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, not_last, ACC)
+        if HAS_NEXT:
+            v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+        else:
+            v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
+        target = r + gamma * tl.where(terminated, 0.0, v_after) - v
+        delta = tl.minimum(rho, rho_bar) * target
+        alpha = tl.where(mask, delta, 0.0)
+        beta = tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
+        x, x_next, carry = _scan.scan_chunk_with_next(alpha, beta, carry, t, BLOCK_T)
+        q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
+        pg_adv = tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)
+        _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
+        _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
+
+
+def vtrace(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    log_rhos: torch.Tensor,
+    terminated: torch.Tensor,
+    bootstrap_value: torch.Tensor,
+    *,
+    truncated: Optional[torch.Tensor] = None,
+    next_values: Optional[torch.Tensor] = None,
+    gamma: float = 0.99,
+    lam: float = 1.0,
+    rho_bar: float = 1.0,
+    c_bar: float = 1.0,
+    pg_rho_bar: float = 1.0,
+    time_dim: int = 0,
+    config: Optional[LaunchConfig] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Value targets and policy-gradient advantages ``(vs, pg_adv)``; see the module docstring.
+
+    ``log_rhos`` are ``log pi(a_t|s_t) - log mu(a_t|s_t)`` (target over behaviour policy).
+    ``rho_bar``, ``c_bar`` and ``pg_rho_bar`` are clipping thresholds (>= 0; ``math.inf`` disables).
+    """
+    gamma = check_scalar("gamma", gamma)
+    lam = check_scalar("lam", lam)
+    rho_bar = check_scalar("rho_bar", rho_bar, high=math.inf)
+    c_bar = check_scalar("c_bar", c_bar, high=math.inf)
+    pg_rho_bar = check_scalar("pg_rho_bar", pg_rho_bar, high=math.inf)
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "values": values, "log_rhos": log_rhos, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+        per_env={"bootstrap_value": bootstrap_value},
+    )
+    tm = b.tm
+    if tm["bootstrap_value"] is None and tm["next_values"] is None:
+        raise ValueError("bootstrap_value is required unless next_values is given")
+    if not runs_triton(b.device):
+        vs, pg_adv = reference.vtrace(
+            tm["rewards"], tm["values"], tm["log_rhos"], tm["terminated"], tm["bootstrap_value"],
+            truncated=tm["truncated"], next_values=tm["next_values"], gamma=gamma, lam=lam,
+            rho_bar=rho_bar, c_bar=c_bar, pg_rho_bar=pg_rho_bar,
+        )
+        return b.from_time_major(vs), b.from_time_major(pg_adv)
+    vs, vs_tm = b.output()
+    pg_adv, pg_tm = b.output()
+    if b.T == 0:
+        return vs, pg_adv
+    r = tm["rewards"]
+    cfg = resolve_config(config, r)
+    _vtrace_kernel[grid(b.N, cfg)](
+        *series(r, r), *series(tm["values"], r), *series(tm["log_rhos"], r), *series(tm["terminated"], r),
+        *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r),
+        *series(vs_tm, r), *series(pg_tm, r),
+        b.T, b.N, *scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
+        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
+        ACC=accumulator(b.compute_dtype),
+        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    )
+    return vs, pg_adv
