@@ -21,9 +21,18 @@ from kernels._triton import INTERPRET, tl, triton
 
 @dataclass(frozen=True)
 class LaunchConfig:
+    """Block shape of a fused kernel launch.
+
+    ``lookback=False``: a program owns ``block_n`` environments and walks all of time in chunks of
+    ``block_t`` steps. ``lookback=True``: a program owns one ``[block_t, block_n]`` tile and gets its
+    carry-in from the earlier tiles by decoupled look-back, so long sequences of few environments
+    still fill the GPU (a single-chunk problem needs no look-back and launches without it).
+    """
+
     block_t: int
     block_n: int
     num_warps: int = 4
+    lookback: bool = False
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -37,13 +46,19 @@ def choose_config(T: int, N: int, time_contiguous: bool) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem.
 
     ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis): then longer time
-    chunks and fewer environments per program keep the loads contiguous.
+    chunks and fewer environments per program keep the loads contiguous. Short sequences fit in one
+    chunk (no look-back); longer ones are split into tiles joined by look-back so that the whole GPU
+    works even when there are few environments.
     """
+    t_pow2 = triton.next_power_of_2(max(T, 1))
+    n_pow2 = triton.next_power_of_2(N)
     if INTERPRET:  # the interpreter's cost is per program and per chunk: use big tiles
-        return LaunchConfig(min(128, triton.next_power_of_2(max(T, 1))), min(64, triton.next_power_of_2(N)))
+        return LaunchConfig(min(128, t_pow2), min(64, n_pow2), lookback=True)
     if time_contiguous:
-        return LaunchConfig(min(64, triton.next_power_of_2(max(T, 1))), min(32, triton.next_power_of_2(N)))
-    return LaunchConfig(min(32, triton.next_power_of_2(max(T, 1))), min(64, max(16, triton.next_power_of_2(N))))
+        return LaunchConfig(min(128, t_pow2), min(16, n_pow2), lookback=True)
+    if T <= 256:
+        return LaunchConfig(t_pow2, min(n_pow2, max(16, 2048 // t_pow2)))
+    return LaunchConfig(64, min(32, n_pow2), lookback=True)
 
 
 def resolve_config(config: Optional[LaunchConfig], view) -> LaunchConfig:
@@ -74,8 +89,29 @@ def per_env(view, placeholder):
     return view, view.stride(0)
 
 
-def grid(N: int, config: LaunchConfig) -> tuple[int]:
-    return (triton.cdiv(N, config.block_n),)
+def launch(kernel, batch, config: LaunchConfig, tensors: tuple, coefficients: tuple, **constexprs) -> None:
+    """Launch an estimator kernel: its tensor arguments, the look-back workspace, sizes, coefficients.
+
+    Every fused kernel takes ``(*tensors, ws_ptr, flags_ptr, T, N, *coefficients)`` followed by its
+    constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``. With look-back, ``flags`` holds
+    the ticket counter and one zeroed flag per tile, and ``ws`` three ``[num_chunks, N]`` planes.
+    """
+    T, N = batch.T, batch.N
+    num_chunks = triton.cdiv(T, config.block_t)
+    n_blocks = triton.cdiv(N, config.block_n)
+    lookback = config.lookback and num_chunks > 1
+    if lookback:
+        flags = torch.zeros(1 + num_chunks * n_blocks, dtype=torch.int32, device=batch.device)
+        ws = torch.empty(3 * num_chunks * N, dtype=batch.compute_dtype, device=batch.device)
+        programs = num_chunks * n_blocks
+    else:
+        flags = ws = tensors[0]
+        programs = n_blocks
+    kernel[(programs,)](
+        *tensors, ws, flags, T, N, *coefficients, **constexprs,
+        ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
+        LOOKBACK=lookback, num_warps=config.num_warps,
+    )
 
 
 

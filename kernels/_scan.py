@@ -90,7 +90,7 @@ def load_env(ptr, n, stride, mask, DTYPE: tl.constexpr):
 
 
 @triton.jit
-def edge_row(y, t, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
+def edge_row(y, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
     """The row of a scanned tile that carries into the next chunk: the first for reverse, else the last."""
     rows = tl.arange(0, BLOCK_T)
     edge = 0 if REVERSE else BLOCK_T - 1
@@ -98,20 +98,102 @@ def edge_row(y, t, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
 
 
 @triton.jit
-def scan_chunk(alpha, beta, carry, t, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
-    """Solve one chunk given the value carried in; returns the chunk's ``y`` and the next carry."""
-    A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
-    y = A + B * carry[None, :]
-    return y, edge_row(y, t, BLOCK_T, REVERSE)
+def tile_schedule(counter_ptr, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr):
+    """Which environments and chunks this program owns: ``(block, first_chunk, end_chunk, num_chunks)``.
+
+    The program's environments are ``block * BLOCK_N + arange(BLOCK_N)``.
+
+    Without look-back a program owns ``BLOCK_N`` environments for all of time. With look-back it
+    owns one ``[BLOCK_T, BLOCK_N]`` tile; tiles are handed out in walking order by a ticket counter,
+    so every tile's predecessors were started before it (no deadlock, whatever the hardware's
+    block order).
+    """
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    if LOOKBACK:
+        ticket = tl.atomic_add(counter_ptr, 1)
+        n_blocks = tl.cdiv(N, BLOCK_N)
+        first = ticket // n_blocks
+        return ticket % n_blocks, first, first + 1, num_chunks
+    return tl.program_id(0), 0, num_chunks, num_chunks
 
 
 @triton.jit
-def scan_chunk_with_next(alpha, beta, carry, t, BLOCK_T: tl.constexpr):
+def _publish(ws_ptr, flag_ptr, slot, values, chunk, num_chunks, n, n_ok, N, state):
+    """Write one per-environment vector of this tile to ``ws[slot, chunk]`` and raise its flag to ``state``."""
+    row = (wide(slot) * num_chunks + chunk) * N
+    tl.store(ws_ptr + row + n, values, mask=n_ok)
+    tl.debug_barrier()
+    tl.atomic_xchg(flag_ptr, state, sem="release")
+
+
+@triton.jit
+def _read(ws_ptr, slot, chunk, num_chunks, n, n_ok, N):
+    row = (wide(slot) * num_chunks + chunk) * N
+    return tl.load(ws_ptr + row + n, mask=n_ok, other=0.0, cache_modifier=".cg")
+
+
+@triton.jit
+def carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr,
+             BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr):
+    """The value carried into this tile, found by decoupled look-back over the earlier tiles.
+
+    ``(A, B)`` is the tile's scanned maps and ``carry`` the recurrence's initial value. The tile
+    first publishes its aggregate map (flag 1), then walks back over its predecessors in walking
+    order, composing their aggregates until it meets one whose carried-out value is known (flag 2),
+    and finally publishes its own carried-out value (flag 2). The first tile only does the last step.
+    ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha, aggregate beta, carried-out value.
+    """
+    agg_a = edge_row(A, BLOCK_T, REVERSE)
+    agg_b = edge_row(B, BLOCK_T, REVERSE)
+    n_blocks = tl.cdiv(N, BLOCK_N)
+    my_flag = flags_ptr + 1 + wide(chunk) * n_blocks + block
+    if chunk > 0:
+        _publish(ws_ptr, my_flag, 0, agg_a, chunk, num_chunks, n, n_ok, N, 1)
+        _publish(ws_ptr, my_flag, 1, agg_b, chunk, num_chunks, n, n_ok, N, 1)
+        acc_a = tl.zeros_like(agg_a)
+        acc_b = acc_a + 1.0
+        j = chunk - 1
+        searching = True
+        while searching:
+            flag_ptr = flags_ptr + 1 + wide(j) * n_blocks + block
+            state = tl.atomic_add(flag_ptr, 0, sem="acquire")
+            while state == 0:
+                state = tl.atomic_add(flag_ptr, 0, sem="acquire")
+            if state == 2:
+                carry = acc_a + acc_b * _read(ws_ptr, 2, j, num_chunks, n, n_ok, N)
+                searching = False
+            else:
+                acc_a = acc_a + acc_b * _read(ws_ptr, 0, j, num_chunks, n, n_ok, N)
+                acc_b = acc_b * _read(ws_ptr, 1, j, num_chunks, n, n_ok, N)
+                j -= 1
+    _publish(ws_ptr, my_flag, 2, agg_a + agg_b * carry, chunk, num_chunks, n, n_ok, N, 2)
+    return carry
+
+
+@triton.jit
+def scan_chunk(alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr,
+               BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr, LOOKBACK: tl.constexpr):
+    """Solve one chunk: returns its ``y`` and the value it carries into the next chunk.
+
+    ``carry`` is the value carried in from the previous chunk; with look-back it is the recurrence's
+    initial value and the true carry-in is found from the earlier tiles (``carry_in``).
+    """
+    A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
+    if LOOKBACK:
+        carry = carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, REVERSE)
+    y = A + B * carry[None, :]
+    return y, edge_row(y, BLOCK_T, REVERSE)
+
+
+@triton.jit
+def scan_chunk_with_next(alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr,
+                         BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr):
     """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
     zero = tl.zeros_like(alpha)
     A, B, E, F = tl.associative_scan(
         (alpha, beta, zero, zero + 1.0), 0, affine_then_with_previous, reverse=True
     )
+    if LOOKBACK:
+        carry = carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True)
     y = A + B * carry[None, :]
-    y_next = E + F * carry[None, :]
-    return y, y_next, edge_row(y, t, BLOCK_T, True)
+    return y, E + F * carry[None, :], edge_row(y, BLOCK_T, True)

@@ -18,7 +18,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -30,12 +30,13 @@ def _discounted_returns_kernel(
     nv_ptr, s_nv_t, s_nv_n,
     boot_ptr, s_boot,
     out_ptr, s_out_t, s_out_n,
-    T, N, gamma_hi, gamma_lo,
+    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo,
     HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, HAS_BOOT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if HAS_BOOT:
         carry = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
@@ -43,8 +44,7 @@ def _discounted_returns_kernel(
         carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)
     else:
         carry = tl.zeros([BLOCK_N], ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -58,7 +58,9 @@ def _discounted_returns_kernel(
             alpha = alpha + tl.where(truncated & ~terminated, gamma * v_after, 0.0)
         alpha = tl.where(mask, alpha, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
-        g, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        g, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+        )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 
@@ -95,12 +97,10 @@ def discounted_returns(
         return g
     r = tm["rewards"]
     cfg = resolve_config(config, r)
-    _discounted_returns_kernel[grid(b.N, cfg)](
-        *series(r, r), *series(tm["terminated"], r), *series(tm["truncated"], r),
-        *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(g_tm, r),
-        b.T, b.N, *scalars(gamma),
-        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
-        HAS_BOOT=tm["bootstrap_value"] is not None, ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    launch(
+        _discounted_returns_kernel, b, cfg,
+        (*series(r, r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(g_tm, r),),
+        scalars(gamma),
+        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None, HAS_BOOT=tm["bootstrap_value"] is not None,
     )
     return g

@@ -16,7 +16,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -26,25 +26,27 @@ def _eligibility_traces_kernel(
     done_ptr, s_done_t, s_done_n,
     init_ptr, s_init,
     out_ptr, s_out_t, s_out_n,
-    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
+    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
     HAS_INIT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
     decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if HAS_INIT:
         carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
     else:
         carry = tl.zeros([BLOCK_N], ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False)
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask, tl.where(done_before, 0.0, decay), 1.0)
-        z, carry = _scan.scan_chunk(x, beta, carry, t, BLOCK_T, False)
+        z, carry = _scan.scan_chunk(
+            x, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, False, LOOKBACK
+        )
         _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 
 
@@ -71,10 +73,10 @@ def eligibility_traces(
         return z
     x = tm["inputs"]
     cfg = resolve_config(config, x)
-    _eligibility_traces_kernel[grid(b.N, cfg)](
-        *series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(z_tm, x),
-        b.T, b.N, *scalars(gamma, lam),
-        HAS_INIT=tm["initial"] is not None, ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    launch(
+        _eligibility_traces_kernel, b, cfg,
+        (*series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(z_tm, x),),
+        scalars(gamma, lam),
+        HAS_INIT=tm["initial"] is not None,
     )
     return z

@@ -16,7 +16,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch
-from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, series
+from kernels._launch import LaunchConfig, launch, per_env, resolve_config, series
 from kernels._triton import runs_triton, tl, triton
 
 BOUNDARIES = ("ends_at", "starts_at")
@@ -28,18 +28,18 @@ def _episodic_prefix_sum_kernel(
     flag_ptr, s_flag_t, s_flag_n,
     init_ptr, s_init,
     out_ptr, s_out_t, s_out_n,
-    T, N,
+    ws_ptr, flags_ptr, T, N,
     STARTS_AT: tl.constexpr, HAS_INIT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if HAS_INIT:
         carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
     else:
         carry = tl.zeros([BLOCK_N], ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False)
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
@@ -48,7 +48,9 @@ def _episodic_prefix_sum_kernel(
         else:
             new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask & new_episode, 0.0, 1.0).to(ACC)
-        c, carry = _scan.scan_chunk(x, beta, carry, t, BLOCK_T, False)
+        c, carry = _scan.scan_chunk(
+            x, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, False, LOOKBACK
+        )
         _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 
 
@@ -74,10 +76,10 @@ def episodic_prefix_sum(
         return c
     x = tm["inputs"]
     cfg = resolve_config(config, x)
-    _episodic_prefix_sum_kernel[grid(b.N, cfg)](
-        *series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(c_tm, x),
-        b.T, b.N,
-        STARTS_AT=boundary == "starts_at", HAS_INIT=tm["initial"] is not None, ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    launch(
+        _episodic_prefix_sum_kernel, b, cfg,
+        (*series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(c_tm, x),),
+        (),
+        STARTS_AT=boundary == "starts_at", HAS_INIT=tm["initial"] is not None,
     )
     return c

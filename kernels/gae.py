@@ -20,7 +20,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -34,19 +34,19 @@ def _gae_kernel(
     boot_ptr, s_boot,
     adv_ptr, s_adv_t, s_adv_n,
     ret_ptr, s_ret_t, s_ret_n,
-    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
+    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
     HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if not HAS_NEXT:
         bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     carry = tl.zeros([BLOCK_N], ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -63,7 +63,9 @@ def _gae_kernel(
         delta = r + gamma * tl.where(terminated, 0.0, v_after) - v
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
-        adv, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        adv, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+        )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 
@@ -110,13 +112,10 @@ def gae(
         return adv, ret
     r = tm["rewards"]
     cfg = resolve_config(config, r)
-    _gae_kernel[grid(b.N, cfg)](
-        *series(r, r), *series(tm["values"], r), *series(tm["terminated"], r),
-        *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r),
-        *series(adv_tm, r), *series(ret_tm, r),
-        b.T, b.N, *scalars(gamma, lam),
+    launch(
+        _gae_kernel, b, cfg,
+        (*series(r, r), *series(tm["values"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(adv_tm, r), *series(ret_tm, r),),
+        scalars(gamma, lam),
         HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
-        ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
     )
     return adv, ret

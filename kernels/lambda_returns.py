@@ -18,7 +18,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, accumulator, grid, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, resolve_config, scalars, series
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -29,17 +29,17 @@ def _lambda_returns_kernel(
     term_ptr, s_term_t, s_term_n,
     trunc_ptr, s_trunc_t, s_trunc_n,
     out_ptr, s_out_t, s_out_n,
-    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
+    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
     HAS_TRUNC: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -51,7 +51,9 @@ def _lambda_returns_kernel(
         trace = tl.where(done, 0.0, gamma * lam)
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
         beta = tl.where(mask, trace, 1.0)
-        g, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        g, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+        )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 
@@ -87,11 +89,10 @@ def lambda_returns(
         return g
     r = tm["rewards"]
     cfg = resolve_config(config, r)
-    _lambda_returns_kernel[grid(b.N, cfg)](
-        *series(r, r), *series(tm["next_values"], r), *series(tm["terminated"], r),
-        *series(tm["truncated"], r), *series(g_tm, r),
-        b.T, b.N, *scalars(gamma, lam),
-        HAS_TRUNC=tm["truncated"] is not None, ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    launch(
+        _lambda_returns_kernel, b, cfg,
+        (*series(r, r), *series(tm["next_values"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(g_tm, r),),
+        scalars(gamma, lam),
+        HAS_TRUNC=tm["truncated"] is not None,
     )
     return g

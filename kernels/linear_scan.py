@@ -15,7 +15,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch
-from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, series
+from kernels._launch import LaunchConfig, launch, per_env, resolve_config, series
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -25,23 +25,25 @@ def _linear_scan_kernel(
     b_ptr, s_b_t, s_b_n,
     init_ptr, s_init,
     out_ptr, s_out_t, s_out_n,
-    T, N,
+    ws_ptr, flags_ptr, T, N,
     REVERSE: tl.constexpr, HAS_INIT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if HAS_INIT:
         carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
     else:
         carry = tl.zeros([BLOCK_N], ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, REVERSE)
         mask = (t[:, None] < T) & n_ok[None, :]
         alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
         beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
-        y, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, REVERSE)
+        y, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK
+        )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 
 
@@ -67,10 +69,10 @@ def linear_scan(
         return y
     a = tm["alpha"]
     cfg = resolve_config(config, a)
-    _linear_scan_kernel[grid(b.N, cfg)](
-        *series(a, a), *series(tm["beta"], a), *per_env(tm["initial"], a), *series(y_tm, a),
-        b.T, b.N,
-        REVERSE=reverse, HAS_INIT=tm["initial"] is not None, ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    launch(
+        _linear_scan_kernel, b, cfg,
+        (*series(a, a), *series(tm["beta"], a), *per_env(tm["initial"], a), *series(y_tm, a),),
+        (),
+        REVERSE=reverse, HAS_INIT=tm["initial"] is not None,
     )
     return y

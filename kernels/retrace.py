@@ -21,7 +21,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, accumulator, grid, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, resolve_config, scalars, series
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -34,18 +34,18 @@ def _retrace_kernel(
     term_ptr, s_term_t, s_term_n,
     trunc_ptr, s_trunc_t, s_trunc_n,
     out_ptr, s_out_t, s_out_n,
-    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, c_bar_hi, c_bar_lo,
+    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, c_bar_hi, c_bar_lo,
     HAS_TRUNC: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     carry = tl.zeros([BLOCK_N], ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
         mask = (t[:, None] < T) & n_ok[None, :]
         not_last = (t[:, None] + 1 < T) & n_ok[None, :]
@@ -60,7 +60,9 @@ def _retrace_kernel(
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
-        d, carry = _scan.scan_chunk(alpha, beta, carry, t, BLOCK_T, True)
+        d, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+        )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 
@@ -103,12 +105,10 @@ def retrace(
         return q_ret
     r = tm["rewards"]
     cfg = resolve_config(config, r)
-    _retrace_kernel[grid(b.N, cfg)](
-        *series(r, r), *series(tm["q_taken"], r), *series(tm["expected_next_q"], r),
-        *series(tm["log_rhos"], r), *series(tm["terminated"], r), *series(tm["truncated"], r),
-        *series(q_ret_tm, r),
-        b.T, b.N, *scalars(gamma, lam, c_bar),
-        HAS_TRUNC=tm["truncated"] is not None, ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
+    launch(
+        _retrace_kernel, b, cfg,
+        (*series(r, r), *series(tm["q_taken"], r), *series(tm["expected_next_q"], r), *series(tm["log_rhos"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(q_ret_tm, r),),
+        scalars(gamma, lam, c_bar),
+        HAS_TRUNC=tm["truncated"] is not None,
     )
     return q_ret

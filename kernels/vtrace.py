@@ -22,7 +22,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, accumulator, grid, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -37,22 +37,22 @@ def _vtrace_kernel(
     boot_ptr, s_boot,
     vs_ptr, s_vs_t, s_vs_n,
     pg_ptr, s_pg_t, s_pg_n,
-    T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, rho_bar_hi, rho_bar_lo, c_bar_hi, c_bar_lo, pg_hi, pg_lo,
+    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, rho_bar_hi, rho_bar_lo, c_bar_hi, c_bar_lo, pg_hi, pg_lo,
     HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
     rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
     pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if not HAS_NEXT:
         bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     carry = tl.zeros([BLOCK_N], ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    for chunk in range(num_chunks):
+    for chunk in range(first, end):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
         mask = (t[:, None] < T) & n_ok[None, :]
         not_last = (t[:, None] + 1 < T) & n_ok[None, :]
@@ -72,7 +72,9 @@ def _vtrace_kernel(
         delta = tl.minimum(rho, rho_bar) * target
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
-        x, x_next, carry = _scan.scan_chunk_with_next(alpha, beta, carry, t, BLOCK_T)
+        x, x_next, carry = _scan.scan_chunk_with_next(
+            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, LOOKBACK
+        )
         q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
         pg_adv = tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)
         _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
@@ -128,13 +130,10 @@ def vtrace(
         return vs, pg_adv
     r = tm["rewards"]
     cfg = resolve_config(config, r)
-    _vtrace_kernel[grid(b.N, cfg)](
-        *series(r, r), *series(tm["values"], r), *series(tm["log_rhos"], r), *series(tm["terminated"], r),
-        *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r),
-        *series(vs_tm, r), *series(pg_tm, r),
-        b.T, b.N, *scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
+    launch(
+        _vtrace_kernel, b, cfg,
+        (*series(r, r), *series(tm["values"], r), *series(tm["log_rhos"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(vs_tm, r), *series(pg_tm, r),),
+        scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
         HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
-        ACC=accumulator(b.compute_dtype),
-        BLOCK_T=cfg.block_t, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps,
     )
     return vs, pg_adv
