@@ -1,0 +1,54 @@
+"""Actor-critic networks.
+
+* :mod:`agents.mlp`           -- MLP torso (vector observations).
+* :mod:`agents.nature_cnn`    -- Nature-DQN CNN torso (Atari).
+* :mod:`agents.impala_resnet` -- IMPALA ResNet torso (Atari).
+* :mod:`agents.heads`         -- categorical / Gaussian policy heads, value head.
+* :mod:`agents.actor_critic`  -- torso(s) + heads with CleanRL's interface.
+
+:func:`make_agent` picks a network for an observation/action space.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence, Tuple
+
+from agents.actor_critic import ActorCritic
+from agents.heads import CategoricalHead, GaussianHead, ValueHead
+from agents.impala_resnet import ImpalaResNet
+from agents.mlp import MLP
+from agents.nature_cnn import NatureCNN
+
+__all__ = ["ActorCritic", "CategoricalHead", "GaussianHead", "ImpalaResNet", "MLP", "NatureCNN",
+           "ValueHead", "make_agent", "ARCHS"]
+
+ARCHS = ("auto", "mlp", "nature_cnn", "impala_resnet")
+
+
+def make_agent(
+    arch: str,
+    obs_shape: Tuple[int, ...],
+    discrete: bool,
+    num_actions: int,
+    hidden: Sequence[int] = (64, 64),
+) -> ActorCritic:
+    """Build an :class:`ActorCritic`.
+
+    ``arch="auto"``: image observations (3-D) -> ``nature_cnn`` with a shared
+    torso, else ``mlp`` with separate actor and critic torsos.  ``discrete``
+    selects a categorical head over ``num_actions`` actions, else a Gaussian
+    over ``num_actions`` dimensions."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown agent arch {arch!r}; choose from {ARCHS}")
+    if arch == "auto":
+        arch = "nature_cnn" if len(obs_shape) == 3 else "mlp"
+    head_cls = CategoricalHead if discrete else GaussianHead
+    if arch == "mlp":
+        in_dim = int(math.prod(obs_shape))
+        actor, critic = MLP(in_dim, hidden), MLP(in_dim, hidden)
+        return ActorCritic(actor, head_cls(actor.out_dim, num_actions), ValueHead(critic.out_dim), critic)
+    if len(obs_shape) != 3:
+        raise ValueError(f"{arch} needs image observations [C, H, W], got shape {obs_shape}")
+    torso = NatureCNN(obs_shape) if arch == "nature_cnn" else ImpalaResNet(obs_shape)
+    return ActorCritic(torso, head_cls(torso.out_dim, num_actions), ValueHead(torso.out_dim))

@@ -1,0 +1,41 @@
+"""Actor-critic module: torso(s) + policy head + value head.
+
+With ``critic_torso=None`` the torso is shared (Atari CNNs); otherwise actor
+and critic have separate torsos (CleanRL's MLP agents).  The interface is
+CleanRL's: :meth:`ActorCritic.get_value` and
+:meth:`ActorCritic.get_action_and_value`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+import torch.nn as nn
+
+__all__ = ["ActorCritic"]
+
+
+class ActorCritic(nn.Module):
+    def __init__(self, torso: nn.Module, policy_head: nn.Module, value_head: nn.Module,
+                 critic_torso: Optional[nn.Module] = None):
+        super().__init__()
+        self.torso = torso
+        self.critic_torso = critic_torso
+        self.policy_head = policy_head
+        self.value_head = value_head
+
+    def get_value(self, x: torch.Tensor) -> torch.Tensor:
+        """``V(x)``, shape ``[B]``."""
+        return self.value_head((self.critic_torso or self.torso)(x))
+
+    def get_action_and_value(
+        self, x: torch.Tensor, action: Optional[torch.Tensor] = None
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample (or score the given) ``action``; returns ``(action, log_prob, entropy, value)``."""
+        h = self.torso(x)
+        dist = self.policy_head(h)
+        if action is None:
+            action = dist.sample()
+        hv = h if self.critic_torso is None else self.critic_torso(x)
+        return action, dist.log_prob(action), dist.entropy(), self.value_head(hv)

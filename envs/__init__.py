@@ -1,0 +1,24 @@
+"""Environment construction and host/tensor-side helpers around EnvPool.
+
+* :mod:`envs.make`          -- ``make_envs``: EnvPool (Gymnasium API) with the
+  standard per-family preprocessing; unknown ids fail with close matches.
+* :mod:`envs.episode_stats` -- vectorised episode return/length bookkeeping
+  that understands next-step autoreset, time-limit ends and episodic life.
+* :mod:`envs.normalize`     -- running mean/std observation and reward
+  normalisation on tensors (no per-env Python wrappers).
+"""
+
+from envs.episode_stats import EpisodeStats
+from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs
+from envs.normalize import ObsNormalizer, RewardNormalizer, RunningMeanStd
+
+__all__ = [
+    "EnvInfo",
+    "EpisodeStats",
+    "ObsNormalizer",
+    "RewardNormalizer",
+    "RunningMeanStd",
+    "UnknownEnvError",
+    "env_family",
+    "make_envs",
+]

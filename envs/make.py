@@ -1,0 +1,122 @@
+"""EnvPool construction with the Gymnasium API and per-family preprocessing.
+
+``make_envs(env_id, num_envs, seed)`` returns a synchronous EnvPool
+(``env_type="gymnasium"``: ``reset() -> (obs, info)``, ``step(a) -> (obs,
+reward, terminated, truncated, info)`` with next-step autoreset) plus an
+:class:`EnvInfo` describing its spaces.
+
+Families:
+
+* ``atari``   -- EnvPool's standard preprocessing: 84x84 grayscale, frame
+  stack 4, episodic life, reward clipping, up to 30 no-ops (as CleanRL's
+  ``ppo_atari_envpool.py``).  Observations are ``uint8``.
+* ``mujoco``  -- continuous control; normalisation is done by the trainer on
+  tensors (:mod:`envs.normalize`).
+* ``classic`` -- everything else (CartPole, Pendulum, ...).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+import gymnasium as gym
+import numpy as np
+
+with warnings.catch_warnings():  # gymnasium: "Box low's precision lowered" while registering specs
+    warnings.simplefilter("ignore", UserWarning)
+    import envpool
+
+from rltrain.config import ConfigError, close_matches
+from rltrain.runtime import num_cores
+
+__all__ = ["EnvInfo", "UnknownEnvError", "env_family", "make_envs", "ATARI_KWARGS"]
+
+ATARI_KWARGS = dict(
+    img_height=84, img_width=84, stack_num=4, episodic_life=True, reward_clip=True, noop_max=30
+)
+
+
+class UnknownEnvError(ConfigError):
+    """The env id is not registered in EnvPool."""
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """What a trainer needs to know about the environments it steps."""
+
+    env_id: str
+    family: str  # "atari" | "mujoco" | "classic"
+    num_envs: int
+    num_threads: int
+    obs_shape: Tuple[int, ...]
+    obs_dtype: np.dtype
+    discrete: bool
+    action_shape: Tuple[int, ...]  # () for discrete
+    num_actions: int  # n for discrete, action dim for continuous
+    action_low: Optional[np.ndarray]  # continuous bounds (None for discrete)
+    action_high: Optional[np.ndarray]
+
+
+def _check_env_id(env_id: str) -> None:
+    known = envpool.list_all_envs()
+    if env_id not in known:
+        raise UnknownEnvError(f"unknown env id '{env_id}' (not registered in EnvPool).{close_matches(env_id, known)}")
+
+
+def env_family(env_id: str) -> str:
+    """``"atari"``, ``"mujoco"`` or ``"classic"`` from the EnvPool spec class."""
+    _check_env_id(env_id)
+    from envpool.registration import registry
+
+    module = str(registry.specs[env_id][0]) if env_id in registry.specs else ""
+    if module.startswith("envpool.atari"):
+        return "atari"
+    if module.startswith("envpool.mujoco"):
+        return "mujoco"
+    return "classic"
+
+
+def make_envs(
+    env_id: str,
+    num_envs: int,
+    seed: int,
+    num_threads: int = 0,
+    **kwargs: Any,
+) -> Tuple[Any, EnvInfo]:
+    """Build ``num_envs`` EnvPool envs (sync mode, Gymnasium API).
+
+    ``num_threads <= 0`` uses one EnvPool worker thread per core (capped at
+    ``num_envs``).  ``kwargs`` go to ``envpool.make`` and override the
+    family defaults (e.g. ``episodic_life=False``)."""
+    if num_envs < 1:
+        raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
+    family = env_family(env_id)
+    threads = num_threads if num_threads > 0 else min(num_cores(), num_envs)
+    opts = dict(ATARI_KWARGS) if family == "atari" else {}
+    opts.update(kwargs)
+    with warnings.catch_warnings():  # gymnasium: "Box low's precision lowered" for float64 MuJoCo spaces
+        warnings.simplefilter("ignore", UserWarning)
+        envs = envpool.make(
+            env_id, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs,
+            num_threads=threads, seed=seed, **opts,
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        obs_space, act_space = envs.observation_space, envs.action_space
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    info = EnvInfo(
+        env_id=env_id,
+        family=family,
+        num_envs=num_envs,
+        num_threads=threads,
+        obs_shape=tuple(obs_space.shape),
+        obs_dtype=np.dtype(obs_space.dtype),
+        discrete=discrete,
+        action_shape=() if discrete else tuple(act_space.shape),
+        num_actions=int(act_space.n) if discrete else int(np.prod(act_space.shape)),
+        action_low=None if discrete else np.asarray(act_space.low, dtype=np.float32),
+        action_high=None if discrete else np.asarray(act_space.high, dtype=np.float32),
+    )
+    return envs, info

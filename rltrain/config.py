@@ -1,0 +1,95 @@
+"""Command-line + YAML configuration for the trainers.
+
+``parse_args(Args)`` builds a dataclass instance from, in increasing priority,
+
+1. the dataclass defaults,
+2. a preset given by ``--config path.yaml`` (keys are field names; ``-`` or
+   ``_`` both accepted),
+3. the other command-line flags, parsed by `tyro <https://brentyi.github.io/tyro/>`_.
+
+Bad input raises :class:`ConfigError` with a message meant for the user
+(unparsable YAML, unknown field with close matches, ...); the scripts print
+it and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import sys
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Type, TypeVar
+
+import tyro
+import yaml
+
+__all__ = ["ConfigError", "parse_args", "load_yaml_preset", "close_matches"]
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """User-facing configuration error (bad flag value, bad config file, ...)."""
+
+
+def close_matches(word: str, choices: Sequence[str], n: int = 5, cutoff: float = 0.5) -> str:
+    """``" Did you mean: a, b?"`` for the closest ``choices`` (``""`` if none)."""
+    m = difflib.get_close_matches(word, list(choices), n=n, cutoff=cutoff)
+    return f" Did you mean: {', '.join(m)}?" if m else ""
+
+
+def load_yaml_preset(path: str | Path, cls: Type[Any]) -> Dict[str, Any]:
+    """Read a YAML mapping of ``cls`` field overrides; validate the names."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {path} does not parse as YAML: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must be a mapping of field: value, got {type(data).__name__}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    out: Dict[str, Any] = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in names:
+            raise ConfigError(
+                f"config file {path}: unknown field '{key}'.{close_matches(name, names)}"
+            )
+        out[name] = value
+    return out
+
+
+def _config_path(argv: Sequence[str]) -> Optional[str]:
+    for i, a in enumerate(argv):
+        if a == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def parse_args(
+    cls: Type[T],
+    argv: Optional[Sequence[str]] = None,
+    default: Optional[T] = None,
+    description: Optional[str] = None,
+) -> T:
+    """Defaults (``default`` or ``cls()``) <- ``--config`` YAML <- CLI flags
+    (tyro).  ``cls`` must be a dataclass; if it has a ``config`` field, the
+    preset path is stored there."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    default = cls() if default is None else default
+    path = _config_path(argv)
+    if path is not None:
+        preset = load_yaml_preset(path, cls)
+        if any(f.name == "config" for f in dataclasses.fields(cls)):
+            preset["config"] = path
+        try:
+            default = dataclasses.replace(default, **preset)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"config file {path}: {e}") from None
+    return tyro.cli(cls, args=argv, default=default, description=description)

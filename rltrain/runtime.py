@@ -1,0 +1,47 @@
+"""Process runtime setup: device choice, torch CPU threads, run-folder naming."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import torch
+
+__all__ = ["num_cores", "select_device", "set_torch_threads", "make_run_dir"]
+
+
+def num_cores() -> int:
+    """CPU cores this process may run on (affinity-aware)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def select_device(cuda: bool) -> torch.device:
+    """``cuda`` if requested and available, else ``cpu``."""
+    return torch.device("cuda" if cuda and torch.cuda.is_available() else "cpu")
+
+
+def set_torch_threads(n: int, device: torch.device) -> int:
+    """Set torch's intra-op threads; ``n <= 0`` picks a default.
+
+    The default leaves the cores to EnvPool: 1 thread when a GPU does the math
+    (the host only orchestrates), and half the cores (at least 1) on CPU, where
+    EnvPool's worker threads step the environments in between inferences.
+    """
+    if n <= 0:
+        n = 1 if device.type == "cuda" else max(1, num_cores() // 2)
+    torch.set_num_threads(n)
+    return n
+
+
+def make_run_dir(root: str | Path, env_id: str, exp_name: str, seed: int) -> Path:
+    """Create ``{root}/{env_id}__{exp_name}__{seed}__{timestamp}/`` and return it."""
+    base = Path(root) / f"{env_id}__{exp_name}__{seed}__{int(time.time())}"
+    path, i = base, 1
+    while path.exists():  # two runs in the same second
+        path, i = base.with_name(f"{base.name}_{i}"), i + 1
+    path.mkdir(parents=True)
+    return path

@@ -1,0 +1,49 @@
+"""Seeding and RNG-state capture/restore (python, numpy, torch, CUDA).
+
+:func:`seed_everything` makes a CPU run reproducible for a given seed;
+:func:`get_rng_state` / :func:`set_rng_state` let a checkpoint resume with
+the exact generator states it was saved with.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Dict
+
+import numpy as np
+import torch
+
+__all__ = ["seed_everything", "get_rng_state", "set_rng_state"]
+
+
+def seed_everything(seed: int, deterministic: bool = True) -> None:
+    """Seed ``random``, ``numpy`` and ``torch`` (all devices); optionally ask
+    cuDNN for deterministic kernels (as CleanRL's ``torch_deterministic``)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.backends.cudnn.deterministic = deterministic
+    if deterministic:
+        torch.backends.cudnn.benchmark = False
+
+
+def get_rng_state() -> Dict[str, Any]:
+    """Snapshot of every global RNG this project uses (picklable)."""
+    state: Dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: Dict[str, Any]) -> None:
+    """Restore a snapshot from :func:`get_rng_state` (CUDA part only if present here)."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"].cpu())
+    if "cuda" in state and torch.cuda.is_available():
+        cuda = state["cuda"][: torch.cuda.device_count()]
+        torch.cuda.set_rng_state_all([s.cpu() for s in cuda])

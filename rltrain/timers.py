@@ -1,0 +1,135 @@
+"""Per-phase wall-clock timers for training loops, plus Amdahl's law.
+
+:class:`PhaseTimer` measures named phases (``"rollout/env"``, ``"ca"``,
+``"update/backward"`` ...) without synchronising the device in the hot loop:
+
+* on CUDA each phase occurrence records a pair of CUDA events on the current
+  stream (events come from a pool reused every iteration); the elapsed times
+  are only read in :meth:`PhaseTimer.read`, which synchronises once on the
+  last event -- call it once per iteration;
+* on CPU it uses ``time.perf_counter``.
+
+Phases are meant to be contiguous (each one starts where the previous ended),
+so their sum is the iteration time.  :class:`PhaseTable` accumulates the
+per-iteration readings and formats the end-of-run table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import torch
+
+__all__ = ["PhaseTimer", "PhaseTable", "amdahl_speedup"]
+
+
+def amdahl_speedup(share: float, k: float) -> float:
+    """Whole-job speedup ``1 / ((1-s) + s/k)`` when a part taking share ``s``
+    of the time is made ``k`` times faster (Amdahl's law)."""
+    if k <= 0:
+        raise ValueError(f"speedup k must be > 0, got {k}")
+    return 1.0 / ((1.0 - share) + share / k)
+
+
+class PhaseTimer:
+    """Accumulates seconds per named phase; read (and reset) once per iteration.
+
+    >>> timer = PhaseTimer(torch.device("cpu"))
+    >>> with timer.phase("rollout/env"):
+    ...     pass
+    >>> secs = timer.read()          # {"rollout/env": 1.2e-06}
+    """
+
+    def __init__(self, device: torch.device | str):
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        self._host: Dict[str, float] = defaultdict(float)
+        self._pairs: List[Tuple[str, "torch.cuda.Event", "torch.cuda.Event"]] = []
+        self._pool: List["torch.cuda.Event"] = []
+        self._used = 0
+
+    def _event(self) -> "torch.cuda.Event":
+        if self._used == len(self._pool):
+            self._pool.append(torch.cuda.Event(enable_timing=True))
+        ev = self._pool[self._used]
+        self._used += 1
+        ev.record()
+        return ev
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the enclosed block as (one more occurrence of) phase ``name``."""
+        if self.cuda:
+            start = self._event()
+            try:
+                yield
+            finally:
+                self._pairs.append((name, start, self._event()))
+        else:
+            t0 = time.perf_counter()
+            try:
+                yield
+            finally:
+                self._host[name] += time.perf_counter() - t0
+
+    def read(self) -> Dict[str, float]:
+        """Seconds per phase since the last read; resets the timer.
+
+        On CUDA this is the single device synchronisation of the iteration."""
+        if self.cuda:
+            out: Dict[str, float] = defaultdict(float)
+            if self._pairs:
+                self._pairs[-1][2].synchronize()
+            for name, a, b in self._pairs:
+                out[name] += a.elapsed_time(b) / 1e3
+            self._pairs.clear()
+            self._used = 0
+            return dict(out)
+        out = dict(self._host)
+        self._host.clear()
+        return out
+
+
+def group_totals(secs: Dict[str, float]) -> Dict[str, float]:
+    """Sum sub-phases by their top-level prefix: ``"update/backward" -> "update"``."""
+    out: Dict[str, float] = defaultdict(float)
+    for name, s in secs.items():
+        out[name.split("/", 1)[0]] += s
+    return dict(out)
+
+
+class PhaseTable:
+    """Accumulates per-iteration phase seconds and prints a summary table."""
+
+    def __init__(self) -> None:
+        self.totals: Dict[str, float] = defaultdict(float)
+        self.iterations = 0
+        self.wall = 0.0
+
+    def add(self, secs: Dict[str, float], wall: Optional[float] = None) -> None:
+        for k, v in secs.items():
+            self.totals[k] += v
+        self.iterations += 1
+        if wall is not None:
+            self.wall += wall
+
+    def format(self) -> str:
+        """A fixed-width table: phase, total s, ms/iteration, share of timed total."""
+        total = sum(self.totals.values()) or 1.0
+        n = max(self.iterations, 1)
+        lines = [f"{'phase':<22}{'total s':>10}{'ms/iter':>10}{'share':>9}", "-" * 51]
+        groups = group_totals(self.totals)
+        for g in sorted(groups, key=lambda g: -groups[g]):
+            lines.append(f"{g:<22}{groups[g]:>10.3f}{1e3 * groups[g] / n:>10.2f}{100 * groups[g] / total:>8.2f}%")
+            subs = sorted((k for k in self.totals if k.startswith(g + "/")), key=lambda k: -self.totals[k])
+            for k in subs:
+                v = self.totals[k]
+                lines.append(f"  {k:<20}{v:>10.3f}{1e3 * v / n:>10.2f}{100 * v / total:>8.2f}%")
+        lines.append("-" * 51)
+        lines.append(f"{'timed total':<22}{total:>10.3f}{1e3 * total / n:>10.2f}{100.0:>8.2f}%")
+        if self.wall:
+            lines.append(f"{'iteration wall':<22}{self.wall:>10.3f}{1e3 * self.wall / n:>10.2f}")
+        return "\n".join(lines)

@@ -1,0 +1,170 @@
+"""End-to-end tests of scripts/ppo.py (CPU): smoke runs, timers, seeding,
+checkpoint/resume, bad input.  The long CartPole learning test is in
+tests/test_ppo_learning.py."""
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "ppo.py"
+TINY = ["--num-envs", "2", "--num-steps", "8", "--num-minibatches", "2", "--update-epochs", "1",
+        "--no-progress"]
+
+
+def _load_ppo():
+    spec = importlib.util.spec_from_file_location("ppo_script", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["ppo_script"] = mod  # dataclasses/tyro look the module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ppo = _load_ppo()
+
+
+def run_inproc(tmp_path, *flags):
+    args = ppo.cli(["--runs-dir", str(tmp_path / "runs"), *flags])
+    return ppo.main(args)
+
+
+def run_cli(tmp_path, *flags, env=None, timeout=300):
+    env = dict(os.environ if env is None else env)
+    return subprocess.run([sys.executable, str(SCRIPT), "--runs-dir", str(tmp_path / "runs"), *flags],
+                          capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+def metrics(run_dir):
+    return [json.loads(line) for line in open(Path(run_dir) / "metrics.jsonl")]
+
+
+# ------------------------------------------------------------------ smoke runs
+def test_smoke_atari(tmp_path):
+    out = run_inproc(tmp_path, "--env-id", "Breakout-v5", *TINY, "--total-timesteps", "32",
+                     "--ca-backend", "triton")
+    rows = metrics(out["run_dir"])
+    assert out["global_step"] == 32 and len(rows) == 2
+    assert {"losses/value_loss", "perf/ca_s", "perf/rollout/env_s", "perf/amdahl_speedup",
+            "perf/ca_share_update", "perf/ca_share_iteration", "charts/SPS"} <= set(rows[-1])
+    assert list((Path(out["run_dir"])).glob("events.out.tfevents.*"))  # TensorBoard
+
+
+def test_smoke_mujoco_gaussian_normalized(tmp_path):
+    out = run_inproc(tmp_path, "--config", str(ROOT / "configs" / "mujoco.yaml"), "--env-id", "Hopper-v4",
+                     *TINY, "--total-timesteps", "32", "--ca-backend", "triton", "--save-model")
+    assert out["global_step"] == 32
+    ck = torch.load(Path(out["run_dir"]) / "checkpoints" / "final.pt", weights_only=False)
+    assert ck["obs_norm"] is not None and ck["rew_norm"] is not None and ck["args"]["norm_obs"]
+
+
+def test_short_run_triton_interpreter(tmp_path):
+    """The fused kernel's Triton code under the interpreter (CI sets TRITON_INTERPRET=1)."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    r = run_cli(tmp_path, "--ca-backend", "triton", "--num-envs", "4", "--num-steps", "32",
+                "--total-timesteps", "256", "--no-progress", env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "GAE backend triton" in r.stdout + r.stderr
+
+
+def test_timers_sum_to_iteration_time(tmp_path):
+    out = run_inproc(tmp_path, "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "1024",
+                     "--ca-backend", "triton", "--no-progress")
+    for row in metrics(out["run_dir"]):
+        phases = row["perf/rollout_s"] + row["perf/ca_s"] + row["perf/update_s"]
+        assert phases == pytest.approx(row["perf/iteration_s"], rel=0.05)
+        subs = row["perf/ca_s"] + sum(v for k, v in row.items() if k.startswith("perf/") and k.count("/") == 2)
+        assert subs == pytest.approx(phases, rel=1e-6)
+        s = row["perf/ca_share_iteration"]
+        assert row["perf/amdahl_speedup"] == pytest.approx(1 / ((1 - s) + s / row["perf/amdahl_k"]))
+
+
+def test_same_seed_same_result(tmp_path):
+    flags = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", "256", "--ca-backend", "triton",
+             "--save-model", "--no-progress"]
+    a = run_inproc(tmp_path / "a", *flags)
+    b = run_inproc(tmp_path / "b", *flags)
+    ma = torch.load(Path(a["run_dir"]) / "checkpoints" / "final.pt", weights_only=False)["model"]
+    mb = torch.load(Path(b["run_dir"]) / "checkpoints" / "final.pt", weights_only=False)["model"]
+    assert all(torch.equal(ma[k], mb[k]) for k in ma)
+    la = [r["losses/loss"] for r in metrics(a["run_dir"])]
+    assert la == [r["losses/loss"] for r in metrics(b["run_dir"])]
+
+
+def test_track_wandb_offline(tmp_path):
+    env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true")
+    r = run_cli(tmp_path, "--track", *TINY, "--total-timesteps", "32", "--ca-backend", "triton", env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert list((tmp_path / "runs").glob("*/wandb/offline-run-*"))
+
+
+# ------------------------------------------------------------------ checkpoint / resume
+def test_resume_after_kill(tmp_path):
+    flags = ["--num-envs", "4", "--num-steps", "128", "--total-timesteps", str(4 * 128 * 12),
+             "--checkpoint-every", "2", "--ca-backend", "triton", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--runs-dir", str(tmp_path / "runs"), *flags],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    ckpts = []
+    while time.time() < deadline and not ckpts and proc.poll() is None:
+        ckpts = list((tmp_path / "runs").glob("*/checkpoints/latest.pt"))
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert ckpts, "no checkpoint was written before the run ended"
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    ck = torch.load(ckpts[0], weights_only=False)
+    done_it = ck["iteration"]
+    assert done_it < 12 and ck["global_step"] == done_it * 512
+    r = run_cli(tmp_path, "--resume", str(ckpts[0]), env=dict(os.environ, TRITON_INTERPRET="0"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = metrics(ckpts[0].parents[1])
+    its = [row["charts/iteration"] for row in rows]
+    assert its[-1] == 12 and rows[-1]["global_step"] == 12 * 512
+    assert sorted(set(its)) == list(range(1, 13))  # no iteration lost after the checkpoint
+    assert torch.load(ckpts[0], weights_only=False)["iteration"] == 12
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("flags,message", [
+    (["--env-id", "Breakout-v4x"], "unknown env id 'Breakout-v4x'.*Did you mean"),
+    (["--num-envs", "0"], "--num-envs must be >= 1"),
+    (["--num-envs", "3", "--num-steps", "5", "--num-minibatches", "4"], "does not divide the batch"),
+])
+def test_bad_input_inproc(tmp_path, flags, message):
+    with pytest.raises(ppo.ConfigError, match=message):
+        run_inproc(tmp_path, *flags)
+
+
+def test_bad_input_cli_exit_code(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("num_envs: [4\n")
+    r = run_cli(tmp_path, "--config", str(bad))
+    assert r.returncode == 2 and "does not parse" in r.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("num_env: 4\n")
+    with pytest.raises(ppo.ConfigError, match="unknown field 'num_env'.*num_envs"):
+        ppo.cli(["--config", str(unknown)])
+    r = run_cli(tmp_path, "--env-id", "Pong-v6")
+    assert r.returncode == 2 and "Pong-v5" in r.stderr
+
+
+def test_nan_loss_stops_and_keeps_checkpoint(tmp_path):
+    first = run_inproc(tmp_path, "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "256",
+                       "--checkpoint-every", "1", "--ca-backend", "triton", "--no-progress")
+    latest = Path(first["run_dir"]) / "checkpoints" / "latest.pt"
+    r = run_cli(tmp_path, "--resume", str(latest), "--total-timesteps", "512", "--learning-rate", "1e30")
+    assert r.returncode == 3, r.stderr[-3000:]
+    last_logged = metrics(first["run_dir"])[-1]["charts/iteration"]
+    assert last_logged >= 2 and "non-finite loss" in r.stderr
+    assert f"at iteration {last_logged + 1} " in r.stderr  # names the iteration that failed
+    kept = torch.load(latest, weights_only=False)  # the last good checkpoint is kept, loadable
+    assert kept["iteration"] == last_logged
+    assert all(torch.isfinite(v).all() for v in kept["model"].values())

@@ -1,0 +1,114 @@
+"""Unit tests of rltrain/: timers, Amdahl, checkpoints, config, seeding, rollout storage."""
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from rltrain.checkpoint import load_checkpoint, save_checkpoint
+from rltrain.config import ConfigError, parse_args
+from rltrain.rollout import RolloutBuffer, minibatch_indices
+from rltrain.seeding import get_rng_state, seed_everything, set_rng_state
+from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals
+
+
+def test_amdahl():
+    assert amdahl_speedup(0.0, 10) == pytest.approx(1.0)
+    assert amdahl_speedup(1.0, 10) == pytest.approx(10.0)
+    assert amdahl_speedup(0.5, 2) == pytest.approx(1 / (0.5 + 0.25))
+    with pytest.raises(ValueError):
+        amdahl_speedup(0.5, 0)
+
+
+def test_phase_timer_sums_to_wall_cpu():
+    timer = PhaseTimer("cpu")
+    t0 = time.perf_counter()
+    for _ in range(5):
+        with timer.phase("rollout/env"):
+            time.sleep(0.01)
+        with timer.phase("ca"):
+            time.sleep(0.002)
+        with timer.phase("update/forward"):
+            time.sleep(0.005)
+    secs = timer.read()
+    wall = time.perf_counter() - t0
+    assert set(secs) == {"rollout/env", "ca", "update/forward"}
+    assert sum(secs.values()) == pytest.approx(wall, rel=0.05)
+    assert timer.read() == {}  # read resets
+    g = group_totals(secs)
+    assert g["rollout"] == secs["rollout/env"] and g["update"] == secs["update/forward"]
+    table = PhaseTable()
+    table.add(secs, wall)
+    text = table.format()
+    assert "rollout/env" in text and "timed total" in text
+
+
+def test_checkpoint_atomic(tmp_path):
+    path = tmp_path / "ck" / "latest.pt"
+    save_checkpoint({"a": torch.arange(3), "step": 1}, path)
+    save_checkpoint({"a": torch.arange(4), "step": 2}, path)
+    assert load_checkpoint(path)["step"] == 2
+    assert [p.name for p in path.parent.iterdir()] == ["latest.pt"]  # no temp files left
+
+    class Boom:
+        def __reduce__(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        save_checkpoint({"x": Boom()}, path)  # a failed write keeps the old file
+    assert load_checkpoint(path)["step"] == 2
+    assert [p.name for p in path.parent.iterdir()] == ["latest.pt"]
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+@dataclass
+class _Args:
+    learning_rate: float = 1e-3
+    num_envs: int = 4
+    config: str = ""
+
+
+def test_config_precedence(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("learning-rate: 0.5\nnum_envs: 16\n")
+    a = parse_args(_Args, ["--config", str(cfg)])
+    assert (a.learning_rate, a.num_envs, a.config) == (0.5, 16, str(cfg))
+    a = parse_args(_Args, ["--config", str(cfg), "--num-envs", "3"])
+    assert (a.learning_rate, a.num_envs) == (0.5, 3)
+
+
+def test_config_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("learning_rate: [0.1\n")
+    with pytest.raises(ConfigError, match="does not parse"):
+        parse_args(_Args, ["--config", str(bad)])
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("learning_rat: 0.1\n")
+    with pytest.raises(ConfigError, match="unknown field 'learning_rat'.*learning_rate"):
+        parse_args(_Args, ["--config", str(unknown)])
+    with pytest.raises(ConfigError, match="not found"):
+        parse_args(_Args, ["--config", str(tmp_path / "nope.yaml")])
+
+
+def test_seeding_roundtrip():
+    seed_everything(3)
+    state = get_rng_state()
+    a = (torch.rand(3), np.random.rand(3))
+    set_rng_state(state)
+    b = (torch.rand(3), np.random.rand(3))
+    assert torch.equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def test_rollout_buffer_and_minibatches():
+    buf = RolloutBuffer.allocate(5, 3, (4,), torch.float32, (), torch.long, torch.device("cpu"))
+    assert buf.obs.shape == (5, 3, 4) and buf.valid.dtype == torch.bool and buf.valid.all()
+    flat = buf.flat(advantages=torch.zeros(5, 3))
+    assert flat["obs"].shape == (15, 4) and flat["advantages"].shape == (15,)
+    idx = minibatch_indices(15, 5, torch.device("cpu"))
+    assert idx.shape == (3, 5) and sorted(idx.flatten().tolist()) == list(range(15))
+    with pytest.raises(ValueError):
+        minibatch_indices(15, 4, torch.device("cpu"))
