@@ -22,13 +22,13 @@ FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 def check_scalar(name: str, value, *, low: float = 0.0, high: float = 1.0) -> float:
     """Return ``value`` as a float after checking that it is a finite real number in [low, high].
 
-    ``high=math.inf`` allows +inf (e.g. "no clipping" thresholds); NaN is always rejected.
+    ``high=math.inf`` leaves the value unbounded above (clipping thresholds); it must still be
+    finite, since an infinite threshold lets an overflowing ratio turn into NaN downstream.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a Python float, got {type(value).__name__}")
     value = float(value)
-    finite_required = math.isfinite(high)
-    if math.isnan(value) or (finite_required and not math.isfinite(value)):
+    if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if not low <= value <= high:
         raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
@@ -55,11 +55,12 @@ class Batch:
     holds ``[N]`` tensors such as ``bootstrap_value`` or ``initial``.
 
     Attributes: ``T``, ``N``, ``device``, ``out_dtype`` (dtype of the first float input),
-    ``compute_dtype`` (float64 when any float input is float64, else float32), and ``tm``: a dict
-    of ``[T, N]`` views (and ``[N]`` views for the per-env tensors), ``None`` where not given.
+    ``compute_dtype`` (float64 when any float input is float64, else float32) and ``given`` (the
+    tensors by name). Kernels get ``(tensor, stride_t, stride_n)`` from :meth:`series`; the
+    reference path gets ``[T, N]`` views from :meth:`time_major`.
     """
 
-    __slots__ = ("time_dim", "one_env", "shape", "T", "N", "device", "out_dtype", "compute_dtype", "tm")
+    __slots__ = ("time_dim", "one_env", "shape", "T", "N", "device", "out_dtype", "compute_dtype", "given", "_first")
 
     def __init__(
         self,
@@ -67,41 +68,55 @@ class Batch:
         floats: Mapping[str, Optional[torch.Tensor]],
         flags: Mapping[str, Optional[torch.Tensor]] = {},
         per_env: Mapping[str, Optional[torch.Tensor]] = {},
+        optional: tuple[str, ...] = (),
     ):
         self.time_dim = check_time_dim(time_dim)
-        self.tm: dict[str, Optional[torch.Tensor]] = {}
-        first_name = None
+        self.given = {**floats, **flags, **per_env}
+        for name, tensor in self.given.items():
+            if tensor is None and name not in optional:
+                raise TypeError(f"{name} must be a torch.Tensor, got None")
+        self._first = None
         any_float64 = False
-        for kind, series in (("float", floats), ("flag", flags)):
-            for name, tensor in series.items():
-                if tensor is None:
-                    self.tm[name] = None
-                    continue
-                _check_tensor(name, tensor)
-                if first_name is None:
-                    self._adopt(name, tensor)
-                    first_name = name
-                else:
-                    self._check_like(name, tensor, first_name)
-                if kind == "float":
-                    if tensor.dtype not in FLOAT_DTYPES:
-                        raise TypeError(
-                            f"{name} must be a floating-point tensor (float16, bfloat16, float32 or "
-                            f"float64), got {tensor.dtype}"
-                        )
-                    any_float64 |= tensor.dtype == torch.float64
-                elif tensor.is_complex():
+        for name, tensor in floats.items():
+            if tensor is None:
+                continue
+            self._check_series(name, tensor)
+            dtype = tensor.dtype
+            if dtype not in FLOAT_DTYPES:
+                raise TypeError(
+                    f"{name} must be a floating-point tensor (float16, bfloat16, float32 or float64), got {dtype}"
+                )
+            any_float64 |= dtype == torch.float64
+        for name, tensor in flags.items():
+            if tensor is not None:
+                self._check_series(name, tensor)
+                if tensor.is_complex():
                     raise TypeError(f"{name} must hold 0/1 flags (bool, integer or float), got {tensor.dtype}")
-                self.tm[name] = self._time_major(tensor)
         self.compute_dtype = torch.float64 if any_float64 else torch.float32
         for name, tensor in per_env.items():
-            self.tm[name] = None if tensor is None else self._per_env(name, tensor)
+            if tensor is not None:
+                self._check_per_env(name, tensor)
+
+    def _check_series(self, name: str, tensor) -> None:
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+        first = self._first
+        if first is None:
+            self._adopt(name, tensor)
+            return
+        if tensor.shape != self.shape:
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)} but {first} has shape {tuple(self.shape)}")
+        if tensor.device != self.device:
+            raise ValueError(f"{name} is on {tensor.device} but {first} is on {self.device}")
 
     def _adopt(self, name: str, tensor: torch.Tensor) -> None:
         if tensor.dim() not in (1, 2):
-            raise ValueError(f"{name} must be 1-D [T] or 2-D (time_dim={self.time_dim}), got shape {tuple(tensor.shape)}")
+            raise ValueError(
+                f"{name} must be 1-D [T] or 2-D (time_dim={self.time_dim}), got shape {tuple(tensor.shape)}"
+            )
         if tensor.dtype not in FLOAT_DTYPES:
             raise TypeError(f"{name} must be a floating-point tensor, got {tensor.dtype}")
+        self._first = name
         self.shape = tensor.shape
         self.one_env = tensor.dim() == 1
         self.device = tensor.device
@@ -113,32 +128,57 @@ class Batch:
         else:
             self.N, self.T = tensor.shape
 
-    def _check_like(self, name: str, tensor: torch.Tensor, first: str) -> None:
-        if tensor.shape != self.shape:
-            raise ValueError(f"{name} has shape {tuple(tensor.shape)} but {first} has shape {tuple(self.shape)}")
-        if tensor.device != self.device:
-            raise ValueError(f"{name} is on {tensor.device} but {first} is on {self.device}")
-
-    def _time_major(self, tensor: torch.Tensor) -> torch.Tensor:
-        if self.one_env:
-            return tensor.unsqueeze(1)
-        return tensor if self.time_dim == 0 else tensor.t()
-
-    def _per_env(self, name: str, tensor) -> torch.Tensor:
+    def _check_per_env(self, name: str, tensor) -> None:
         _check_tensor(name, tensor)
-        expected = () if self.one_env else (self.N,)
-        if tuple(tensor.shape) != expected and not (self.one_env and tuple(tensor.shape) == (1,)):
-            raise ValueError(f"{name} must have shape {expected} (one value per environment), got {tuple(tensor.shape)}")
+        shape = tuple(tensor.shape)
+        if self.one_env:
+            if shape not in ((), (1,)):
+                raise ValueError(f"{name} must be a scalar tensor (one environment), got shape {shape}")
+        elif shape != (self.N,):
+            raise ValueError(f"{name} must have shape ({self.N},) (one value per environment), got {shape}")
         if tensor.device != self.device:
             raise ValueError(f"{name} is on {tensor.device} but the inputs are on {self.device}")
         if tensor.dtype not in FLOAT_DTYPES:
             raise TypeError(f"{name} must be a floating-point tensor, got {tensor.dtype}")
-        return tensor.reshape(1) if self.one_env else tensor
 
-    def output(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """A new output tensor in the caller's layout, and its ``[T, N]`` view."""
-        out = torch.empty(self.shape, dtype=self.out_dtype, device=self.device)
-        return out, self._time_major(out)
+    def strides(self, tensor: torch.Tensor) -> tuple[int, int]:
+        """``(stride_t, stride_n)`` of a series tensor in the caller's layout (no view is made)."""
+        if self.one_env:
+            return tensor.stride(0), 0
+        s0, s1 = tensor.stride()
+        return (s0, s1) if self.time_dim == 0 else (s1, s0)
+
+    def series(self, name: str, placeholder: torch.Tensor) -> tuple:
+        """Kernel arguments ``(tensor, stride_t, stride_n)`` of series ``name`` (a placeholder if absent)."""
+        tensor = self.given[name]
+        if tensor is None:
+            return placeholder, 0, 0
+        return (tensor, *self.strides(tensor))
+
+    def per_env(self, name: str, placeholder: torch.Tensor) -> tuple:
+        """Kernel arguments ``(tensor, stride)`` of a per-environment tensor (a placeholder if absent)."""
+        tensor = self.given[name]
+        if tensor is None:
+            return placeholder, 0
+        return tensor, (tensor.stride(0) if tensor.dim() else 0)
+
+    def time_major(self, name: str) -> Optional[torch.Tensor]:
+        """A ``[T, N]`` view of series ``name``, or ``None`` if it was not given."""
+        tensor = self.given[name]
+        if tensor is None:
+            return None
+        if self.one_env:
+            return tensor.unsqueeze(1)
+        return tensor if self.time_dim == 0 else tensor.t()
+
+    def env_vector(self, name: str) -> Optional[torch.Tensor]:
+        """An ``[N]`` view of per-environment tensor ``name``, or ``None`` if it was not given."""
+        tensor = self.given[name]
+        return None if tensor is None else tensor.reshape(self.N)
+
+    def output(self) -> torch.Tensor:
+        """A new output tensor in the caller's layout and the output dtype."""
+        return torch.empty(self.shape, dtype=self.out_dtype, device=self.device)
 
     def from_time_major(self, result: torch.Tensor) -> torch.Tensor:
         """Convert a ``[T, N]`` result (any dtype) into the caller's layout and output dtype."""

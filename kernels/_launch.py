@@ -61,42 +61,19 @@ def choose_config(T: int, N: int, time_contiguous: bool) -> LaunchConfig:
     return LaunchConfig(64, min(32, n_pow2), lookback=True)
 
 
-def resolve_config(config: Optional[LaunchConfig], view) -> LaunchConfig:
-    """``config`` if given, else the default for the ``[T, N]`` view ``view``."""
-    if config is not None:
-        return config
-    T, N = view.shape
-    return choose_config(T, N, view.stride(0) == 1 and N > 1)
-
-
-def series(view, placeholder):
-    """Kernel arguments ``(tensor, stride_t, stride_n)`` of a ``[T, N]`` view.
-
-    Bool tensors are passed as uint8 (same bytes, no copy). An absent optional input (``None``) is
-    replaced by ``placeholder`` with zero strides; the kernel never reads it (a constexpr says so).
-    """
-    if view is None:
-        return placeholder, 0, 0
-    if view.dtype == torch.bool:
-        view = view.view(torch.uint8)
-    return view, view.stride(0), view.stride(1)
-
-
-def per_env(view, placeholder):
-    """Kernel arguments ``(tensor, stride)`` of an ``[N]`` view, or of a placeholder if absent."""
-    if view is None:
-        return placeholder, 0
-    return view, view.stride(0)
-
-
-def launch(kernel, batch, config: LaunchConfig, tensors: tuple, coefficients: tuple, **constexprs) -> None:
+def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple, **constexprs) -> None:
     """Launch an estimator kernel: its tensor arguments, the look-back workspace, sizes, coefficients.
+
+    ``config=None`` takes :func:`choose_config`'s block shape for the problem; ``tensors[:3]`` is
+    the first input's ``(tensor, stride_t, stride_n)``, which says whether time is contiguous.
 
     Every fused kernel takes ``(*tensors, ws_ptr, flags_ptr, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``. With look-back, ``flags`` holds
     the ticket counter and one zeroed flag per tile, and ``ws`` three ``[num_chunks, N]`` planes.
     """
     T, N = batch.T, batch.N
+    if config is None:
+        config = choose_config(T, N, tensors[1] == 1 and N > 1)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
@@ -108,16 +85,27 @@ def launch(kernel, batch, config: LaunchConfig, tensors: tuple, coefficients: tu
         flags = ws = tensors[0]
         programs = n_blocks
     kernel[(programs,)](
-        *tensors, ws, flags, T, N, *coefficients, **constexprs,
-        ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
-        LOOKBACK=lookback, num_warps=config.num_warps,
+        *tensors,
+        ws,
+        flags,
+        T,
+        N,
+        *coefficients,
+        **constexprs,
+        ACC=accumulator(batch.compute_dtype),
+        BLOCK_T=config.block_t,
+        BLOCK_N=config.block_n,
+        LOOKBACK=lookback,
+        num_warps=config.num_warps,
     )
-
 
 
 def accumulator(dtype: torch.dtype):
     """The Triton dtype the kernels accumulate in: float64 for float64 inputs, else float32."""
     return tl.float64 if dtype == torch.float64 else tl.float32
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
 
 
 def scalars(*values: float) -> tuple[float, ...]:
@@ -129,10 +117,9 @@ def scalars(*values: float) -> tuple[float, ...]:
     """
     out = []
     for value in values:
-        try:
-            hi = struct.unpack("f", struct.pack("f", value))[0]
-        except OverflowError:  # beyond float32's range: only clipping thresholds get here
-            hi = math.copysign(math.inf, value)
-        lo = value - hi if math.isfinite(hi) else 0.0
-        out += [hi, lo]
+        value = max(-_FLOAT32_MAX, min(_FLOAT32_MAX, value))  # only huge clipping thresholds are clamped
+        hi = struct.unpack("f", struct.pack("f", value))[0]
+        if abs(hi) > _FLOAT32_MAX:  # rounded up past float32's range
+            hi = math.copysign(_FLOAT32_MAX, value)
+        out += [hi, value - hi]
     return tuple(out)

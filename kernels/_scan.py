@@ -133,8 +133,22 @@ def _read(ws_ptr, slot, chunk, num_chunks, n, n_ok, N):
 
 
 @triton.jit
-def carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr,
-             BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr):
+def carry_in(
+    A,
+    B,
+    carry,
+    chunk,
+    num_chunks,
+    block,
+    n,
+    n_ok,
+    N,
+    ws_ptr,
+    flags_ptr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    REVERSE: tl.constexpr,
+):
     """The value carried into this tile, found by decoupled look-back over the earlier tiles.
 
     ``(A, B)`` is the tile's scanned maps and ``carry`` the recurrence's initial value. The tile
@@ -171,8 +185,23 @@ def carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_pt
 
 
 @triton.jit
-def scan_chunk(alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr,
-               BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr, LOOKBACK: tl.constexpr):
+def scan_chunk(
+    alpha,
+    beta,
+    carry,
+    chunk,
+    num_chunks,
+    block,
+    n,
+    n_ok,
+    N,
+    ws_ptr,
+    flags_ptr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    REVERSE: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+):
     """Solve one chunk: returns its ``y`` and the value it carries into the next chunk.
 
     ``carry`` is the value carried in from the previous chunk; with look-back it is the recurrence's
@@ -180,19 +209,33 @@ def scan_chunk(alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr,
     """
     A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
     if LOOKBACK:
-        carry = carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, REVERSE)
+        carry = carry_in(
+            A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, REVERSE
+        )
     y = A + B * carry[None, :]
     return y, edge_row(y, BLOCK_T, REVERSE)
 
 
 @triton.jit
-def scan_chunk_with_next(alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr,
-                         BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr):
+def scan_chunk_with_next(
+    alpha,
+    beta,
+    carry,
+    chunk,
+    num_chunks,
+    block,
+    n,
+    n_ok,
+    N,
+    ws_ptr,
+    flags_ptr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+):
     """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
     zero = tl.zeros_like(alpha)
-    A, B, E, F = tl.associative_scan(
-        (alpha, beta, zero, zero + 1.0), 0, affine_then_with_previous, reverse=True
-    )
+    A, B, E, F = tl.associative_scan((alpha, beta, zero, zero + 1.0), 0, affine_then_with_previous, reverse=True)
     if LOOKBACK:
         carry = carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True)
     y = A + B * carry[None, :]

@@ -18,21 +18,42 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._triton import runs_triton, tl, triton
 
 
 @triton.jit
 def _discounted_returns_kernel(
-    r_ptr, s_r_t, s_r_n,
-    term_ptr, s_term_t, s_term_n,
-    trunc_ptr, s_trunc_t, s_trunc_n,
-    nv_ptr, s_nv_t, s_nv_n,
-    boot_ptr, s_boot,
-    out_ptr, s_out_t, s_out_n,
-    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo,
-    HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, HAS_BOOT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    HAS_BOOT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -59,7 +80,21 @@ def _discounted_returns_kernel(
         alpha = tl.where(mask, alpha, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
         g, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+            alpha,
+            beta,
+            carry,
+            chunk,
+            num_chunks,
+            block,
+            n,
+            n_ok,
+            N,
+            ws_ptr,
+            flags_ptr,
+            BLOCK_T,
+            BLOCK_N,
+            True,
+            LOOKBACK,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
@@ -84,23 +119,37 @@ def discounted_returns(
         floats={"rewards": rewards, "next_values": next_values},
         flags={"terminated": terminated, "truncated": truncated},
         per_env={"bootstrap_value": bootstrap_value},
+        optional=("truncated", "next_values", "bootstrap_value"),
     )
-    tm = b.tm
     if not runs_triton(b.device):
+        tm = b.time_major
         g = reference.discounted_returns(
-            tm["rewards"], tm["terminated"], truncated=tm["truncated"], next_values=tm["next_values"],
-            bootstrap_value=tm["bootstrap_value"], gamma=gamma,
+            tm("rewards"),
+            tm("terminated"),
+            truncated=tm("truncated"),
+            next_values=tm("next_values"),
+            bootstrap_value=b.env_vector("bootstrap_value"),
+            gamma=gamma,
         )
         return b.from_time_major(g)
-    g, g_tm = b.output()
-    if b.T == 0:
-        return g
-    r = tm["rewards"]
-    cfg = resolve_config(config, r)
-    launch(
-        _discounted_returns_kernel, b, cfg,
-        (*series(r, r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(g_tm, r),),
-        scalars(gamma),
-        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None, HAS_BOOT=tm["bootstrap_value"] is not None,
-    )
+    g = b.output()
+    if b.T > 0:
+        launch(
+            _discounted_returns_kernel,
+            b,
+            config,
+            (
+                *b.series("rewards", rewards),
+                *b.series("terminated", rewards),
+                *b.series("truncated", rewards),
+                *b.series("next_values", rewards),
+                *b.per_env("bootstrap_value", rewards),
+                g,
+                *b.strides(g),
+            ),
+            scalars(gamma),
+            HAS_TRUNC=truncated is not None,
+            HAS_NEXT=next_values is not None,
+            HAS_BOOT=bootstrap_value is not None,
+        )
     return g

@@ -16,19 +16,36 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._triton import runs_triton, tl, triton
 
 
 @triton.jit
 def _eligibility_traces_kernel(
-    x_ptr, s_x_t, s_x_n,
-    done_ptr, s_done_t, s_done_n,
-    init_ptr, s_init,
-    out_ptr, s_out_t, s_out_n,
-    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
-    HAS_INIT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    x_ptr,
+    s_x_t,
+    s_x_n,
+    done_ptr,
+    s_done_t,
+    s_done_n,
+    init_ptr,
+    s_init,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_INIT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -63,20 +80,22 @@ def eligibility_traces(
     """Traces ``z``; see the module docstring. ``initial`` is ``z_{-1}``, ``[N]``."""
     gamma = check_scalar("gamma", gamma)
     lam = check_scalar("lam", lam)
-    b = Batch(time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial})
-    tm = b.tm
-    if not runs_triton(b.device):
-        z = reference.eligibility_traces(tm["inputs"], tm["dones"], gamma=gamma, lam=lam, initial=tm["initial"])
-        return b.from_time_major(z)
-    z, z_tm = b.output()
-    if b.T == 0:
-        return z
-    x = tm["inputs"]
-    cfg = resolve_config(config, x)
-    launch(
-        _eligibility_traces_kernel, b, cfg,
-        (*series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(z_tm, x),),
-        scalars(gamma, lam),
-        HAS_INIT=tm["initial"] is not None,
+    b = Batch(
+        time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial}, optional=("initial",)
     )
+    if not runs_triton(b.device):
+        z = reference.eligibility_traces(
+            b.time_major("inputs"), b.time_major("dones"), gamma=gamma, lam=lam, initial=b.env_vector("initial")
+        )
+        return b.from_time_major(z)
+    z = b.output()
+    if b.T > 0:
+        launch(
+            _eligibility_traces_kernel,
+            b,
+            config,
+            (*b.series("inputs", inputs), *b.series("dones", inputs), *b.per_env("initial", inputs), z, *b.strides(z)),
+            scalars(gamma, lam),
+            HAS_INIT=initial is not None,
+        )
     return z

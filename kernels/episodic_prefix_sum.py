@@ -16,7 +16,7 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch
-from kernels._launch import LaunchConfig, launch, per_env, resolve_config, series
+from kernels._launch import LaunchConfig, launch
 from kernels._triton import runs_triton, tl, triton
 
 BOUNDARIES = ("ends_at", "starts_at")
@@ -24,13 +24,27 @@ BOUNDARIES = ("ends_at", "starts_at")
 
 @triton.jit
 def _episodic_prefix_sum_kernel(
-    x_ptr, s_x_t, s_x_n,
-    flag_ptr, s_flag_t, s_flag_n,
-    init_ptr, s_init,
-    out_ptr, s_out_t, s_out_n,
-    ws_ptr, flags_ptr, T, N,
-    STARTS_AT: tl.constexpr, HAS_INIT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    x_ptr,
+    s_x_t,
+    s_x_n,
+    flag_ptr,
+    s_flag_t,
+    s_flag_n,
+    init_ptr,
+    s_init,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    STARTS_AT: tl.constexpr,
+    HAS_INIT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -66,20 +80,23 @@ def episodic_prefix_sum(
     """Running sums ``C`` that restart at episode boundaries; see the module docstring."""
     if boundary not in BOUNDARIES:
         raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
-    b = Batch(time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial})
-    tm = b.tm
-    if not runs_triton(b.device):
-        c = reference.episodic_prefix_sum(tm["inputs"], tm["dones"], initial=tm["initial"], boundary=boundary)
-        return b.from_time_major(c)
-    c, c_tm = b.output()
-    if b.T == 0:
-        return c
-    x = tm["inputs"]
-    cfg = resolve_config(config, x)
-    launch(
-        _episodic_prefix_sum_kernel, b, cfg,
-        (*series(x, x), *series(tm["dones"], x), *per_env(tm["initial"], x), *series(c_tm, x),),
-        (),
-        STARTS_AT=boundary == "starts_at", HAS_INIT=tm["initial"] is not None,
+    b = Batch(
+        time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial}, optional=("initial",)
     )
+    if not runs_triton(b.device):
+        c = reference.episodic_prefix_sum(
+            b.time_major("inputs"), b.time_major("dones"), initial=b.env_vector("initial"), boundary=boundary
+        )
+        return b.from_time_major(c)
+    c = b.output()
+    if b.T > 0:
+        launch(
+            _episodic_prefix_sum_kernel,
+            b,
+            config,
+            (*b.series("inputs", inputs), *b.series("dones", inputs), *b.per_env("initial", inputs), c, *b.strides(c)),
+            (),
+            STARTS_AT=boundary == "starts_at",
+            HAS_INIT=initial is not None,
+        )
     return c

@@ -20,23 +20,49 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._triton import runs_triton, tl, triton
 
 
 @triton.jit
 def _gae_kernel(
-    r_ptr, s_r_t, s_r_n,
-    v_ptr, s_v_t, s_v_n,
-    term_ptr, s_term_t, s_term_n,
-    trunc_ptr, s_trunc_t, s_trunc_n,
-    nv_ptr, s_nv_t, s_nv_n,
-    boot_ptr, s_boot,
-    adv_ptr, s_adv_t, s_adv_n,
-    ret_ptr, s_ret_t, s_ret_n,
-    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
-    HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    adv_ptr,
+    s_adv_t,
+    s_adv_n,
+    ret_ptr,
+    s_ret_t,
+    s_ret_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -64,7 +90,21 @@ def _gae_kernel(
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
         adv, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+            alpha,
+            beta,
+            carry,
+            chunk,
+            num_chunks,
+            block,
+            n,
+            n_ok,
+            N,
+            ws_ptr,
+            flags_ptr,
+            BLOCK_T,
+            BLOCK_N,
+            True,
+            LOOKBACK,
         )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
@@ -96,26 +136,43 @@ def gae(
         floats={"rewards": rewards, "values": values, "next_values": next_values},
         flags={"terminated": terminated, "truncated": truncated},
         per_env={"bootstrap_value": bootstrap_value},
+        optional=("truncated", "next_values", "bootstrap_value"),
     )
-    tm = b.tm
-    if tm["bootstrap_value"] is None and tm["next_values"] is None:
+    if bootstrap_value is None and next_values is None:
         raise ValueError("bootstrap_value is required unless next_values is given")
     if not runs_triton(b.device):
+        tm = b.time_major
         adv, ret = reference.gae(
-            tm["rewards"], tm["values"], tm["terminated"], tm["bootstrap_value"],
-            truncated=tm["truncated"], next_values=tm["next_values"], gamma=gamma, lam=lam,
+            tm("rewards"),
+            tm("values"),
+            tm("terminated"),
+            b.env_vector("bootstrap_value"),
+            truncated=tm("truncated"),
+            next_values=tm("next_values"),
+            gamma=gamma,
+            lam=lam,
         )
         return b.from_time_major(adv), b.from_time_major(ret)
-    adv, adv_tm = b.output()
-    ret, ret_tm = b.output()
-    if b.T == 0:
-        return adv, ret
-    r = tm["rewards"]
-    cfg = resolve_config(config, r)
-    launch(
-        _gae_kernel, b, cfg,
-        (*series(r, r), *series(tm["values"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(adv_tm, r), *series(ret_tm, r),),
-        scalars(gamma, lam),
-        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
-    )
+    adv, ret = b.output(), b.output()
+    if b.T > 0:
+        launch(
+            _gae_kernel,
+            b,
+            config,
+            (
+                *b.series("rewards", rewards),
+                *b.series("values", rewards),
+                *b.series("terminated", rewards),
+                *b.series("truncated", rewards),
+                *b.series("next_values", rewards),
+                *b.per_env("bootstrap_value", rewards),
+                adv,
+                *b.strides(adv),
+                ret,
+                *b.strides(ret),
+            ),
+            scalars(gamma, lam),
+            HAS_TRUNC=truncated is not None,
+            HAS_NEXT=next_values is not None,
+        )
     return adv, ret

@@ -18,20 +18,40 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._triton import runs_triton, tl, triton
 
 
 @triton.jit
 def _lambda_returns_kernel(
-    r_ptr, s_r_t, s_r_n,
-    nv_ptr, s_nv_t, s_nv_n,
-    term_ptr, s_term_t, s_term_n,
-    trunc_ptr, s_trunc_t, s_trunc_n,
-    out_ptr, s_out_t, s_out_n,
-    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo,
-    HAS_TRUNC: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_TRUNC: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -52,7 +72,21 @@ def _lambda_returns_kernel(
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
         beta = tl.where(mask, trace, 1.0)
         g, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+            alpha,
+            beta,
+            carry,
+            chunk,
+            num_chunks,
+            block,
+            n,
+            n_ok,
+            N,
+            ws_ptr,
+            flags_ptr,
+            BLOCK_T,
+            BLOCK_N,
+            True,
+            LOOKBACK,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
@@ -75,24 +109,29 @@ def lambda_returns(
         time_dim,
         floats={"rewards": rewards, "next_values": next_values},
         flags={"terminated": terminated, "truncated": truncated},
+        optional=("truncated",),
     )
-    tm = b.tm
-    if tm["next_values"] is None:
-        raise ValueError("next_values is required by lambda_returns")
     if not runs_triton(b.device):
+        tm = b.time_major
         g = reference.lambda_returns(
-            tm["rewards"], tm["next_values"], tm["terminated"], truncated=tm["truncated"], gamma=gamma, lam=lam
+            tm("rewards"), tm("next_values"), tm("terminated"), truncated=tm("truncated"), gamma=gamma, lam=lam
         )
         return b.from_time_major(g)
-    g, g_tm = b.output()
-    if b.T == 0:
-        return g
-    r = tm["rewards"]
-    cfg = resolve_config(config, r)
-    launch(
-        _lambda_returns_kernel, b, cfg,
-        (*series(r, r), *series(tm["next_values"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(g_tm, r),),
-        scalars(gamma, lam),
-        HAS_TRUNC=tm["truncated"] is not None,
-    )
+    g = b.output()
+    if b.T > 0:
+        launch(
+            _lambda_returns_kernel,
+            b,
+            config,
+            (
+                *b.series("rewards", rewards),
+                *b.series("next_values", rewards),
+                *b.series("terminated", rewards),
+                *b.series("truncated", rewards),
+                g,
+                *b.strides(g),
+            ),
+            scalars(gamma, lam),
+            HAS_TRUNC=truncated is not None,
+        )
     return g

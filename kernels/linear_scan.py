@@ -15,19 +15,33 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch
-from kernels._launch import LaunchConfig, launch, per_env, resolve_config, series
+from kernels._launch import LaunchConfig, launch
 from kernels._triton import runs_triton, tl, triton
 
 
 @triton.jit
 def _linear_scan_kernel(
-    a_ptr, s_a_t, s_a_n,
-    b_ptr, s_b_t, s_b_n,
-    init_ptr, s_init,
-    out_ptr, s_out_t, s_out_n,
-    ws_ptr, flags_ptr, T, N,
-    REVERSE: tl.constexpr, HAS_INIT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    a_ptr,
+    s_a_t,
+    s_a_n,
+    b_ptr,
+    s_b_t,
+    s_b_n,
+    init_ptr,
+    s_init,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    REVERSE: tl.constexpr,
+    HAS_INIT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -42,7 +56,21 @@ def _linear_scan_kernel(
         alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
         beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
         y, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK
+            alpha,
+            beta,
+            carry,
+            chunk,
+            num_chunks,
+            block,
+            n,
+            n_ok,
+            N,
+            ws_ptr,
+            flags_ptr,
+            BLOCK_T,
+            BLOCK_N,
+            REVERSE,
+            LOOKBACK,
         )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 
@@ -59,20 +87,21 @@ def linear_scan(
     """Solve ``y_t = alpha_t + beta_t y_prev`` along time; see the module docstring."""
     if not isinstance(reverse, bool):
         raise TypeError(f"reverse must be a bool, got {type(reverse).__name__}")
-    b = Batch(time_dim, floats={"alpha": alpha, "beta": beta}, per_env={"initial": initial})
-    tm = b.tm
+    b = Batch(time_dim, floats={"alpha": alpha, "beta": beta}, per_env={"initial": initial}, optional=("initial",))
     if not runs_triton(b.device):
-        y = reference.linear_scan(tm["alpha"], tm["beta"], reverse=reverse, initial=tm["initial"])
+        y = reference.linear_scan(
+            b.time_major("alpha"), b.time_major("beta"), reverse=reverse, initial=b.env_vector("initial")
+        )
         return b.from_time_major(y)
-    y, y_tm = b.output()
-    if b.T == 0:
-        return y
-    a = tm["alpha"]
-    cfg = resolve_config(config, a)
-    launch(
-        _linear_scan_kernel, b, cfg,
-        (*series(a, a), *series(tm["beta"], a), *per_env(tm["initial"], a), *series(y_tm, a),),
-        (),
-        REVERSE=reverse, HAS_INIT=tm["initial"] is not None,
-    )
+    y = b.output()
+    if b.T > 0:
+        launch(
+            _linear_scan_kernel,
+            b,
+            config,
+            (*b.series("alpha", alpha), *b.series("beta", alpha), *b.per_env("initial", alpha), y, *b.strides(y)),
+            (),
+            REVERSE=reverse,
+            HAS_INIT=initial is not None,
+        )
     return y

@@ -301,11 +301,7 @@ def lambda_returns(
         return _out(g, one_d)
     g_next = nv[T - 1].clone()  # G_T = V'_{T-1}
     for t in range(T - 1, -1, -1):
-        g_t = (
-            r[t]
-            + gamma * (1.0 - term[t]) * nv[t]
-            + gamma * lam * (1.0 - done[t]) * (g_next - nv[t])
-        )
+        g_t = r[t] + gamma * (1.0 - term[t]) * nv[t] + gamma * lam * (1.0 - done[t]) * (g_next - nv[t])
         g[t] = g_t
         g_next = g_t
     return _out(g, one_d)

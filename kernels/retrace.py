@@ -21,22 +21,48 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._triton import runs_triton, tl, triton
 
 
 @triton.jit
 def _retrace_kernel(
-    r_ptr, s_r_t, s_r_n,
-    q_ptr, s_q_t, s_q_n,
-    eq_ptr, s_eq_t, s_eq_n,
-    lr_ptr, s_lr_t, s_lr_n,
-    term_ptr, s_term_t, s_term_n,
-    trunc_ptr, s_trunc_t, s_trunc_n,
-    out_ptr, s_out_t, s_out_n,
-    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, c_bar_hi, c_bar_lo,
-    HAS_TRUNC: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    q_ptr,
+    s_q_t,
+    s_q_n,
+    eq_ptr,
+    s_eq_t,
+    s_eq_n,
+    lr_ptr,
+    s_lr_t,
+    s_lr_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    c_bar_hi,
+    c_bar_lo,
+    HAS_TRUNC: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -61,7 +87,21 @@ def _retrace_kernel(
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
         d, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True, LOOKBACK
+            alpha,
+            beta,
+            carry,
+            chunk,
+            num_chunks,
+            block,
+            n,
+            n_ok,
+            N,
+            ws_ptr,
+            flags_ptr,
+            BLOCK_T,
+            BLOCK_N,
+            True,
+            LOOKBACK,
         )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
@@ -83,7 +123,7 @@ def retrace(
     """Retrace Q targets ``q_ret``; see the module docstring.
 
     ``q_taken[t] = Q(s_t, a_t)``; ``log_rhos[t] = log pi(a_t|s_t) - log mu(a_t|s_t)``;
-    ``c_bar`` >= 0 clips the trace (``math.inf`` disables).
+    ``c_bar`` >= 0 clips the trace (a large value such as ``1e6`` disables it).
     """
     gamma = check_scalar("gamma", gamma)
     lam = check_scalar("lam", lam)
@@ -92,23 +132,39 @@ def retrace(
         time_dim,
         floats={"rewards": rewards, "q_taken": q_taken, "expected_next_q": expected_next_q, "log_rhos": log_rhos},
         flags={"terminated": terminated, "truncated": truncated},
+        optional=("truncated",),
     )
-    tm = b.tm
     if not runs_triton(b.device):
+        tm = b.time_major
         q_ret = reference.retrace(
-            tm["rewards"], tm["q_taken"], tm["expected_next_q"], tm["log_rhos"], tm["terminated"],
-            truncated=tm["truncated"], gamma=gamma, lam=lam, c_bar=c_bar,
+            tm("rewards"),
+            tm("q_taken"),
+            tm("expected_next_q"),
+            tm("log_rhos"),
+            tm("terminated"),
+            truncated=tm("truncated"),
+            gamma=gamma,
+            lam=lam,
+            c_bar=c_bar,
         )
         return b.from_time_major(q_ret)
-    q_ret, q_ret_tm = b.output()
-    if b.T == 0:
-        return q_ret
-    r = tm["rewards"]
-    cfg = resolve_config(config, r)
-    launch(
-        _retrace_kernel, b, cfg,
-        (*series(r, r), *series(tm["q_taken"], r), *series(tm["expected_next_q"], r), *series(tm["log_rhos"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(q_ret_tm, r),),
-        scalars(gamma, lam, c_bar),
-        HAS_TRUNC=tm["truncated"] is not None,
-    )
+    q_ret = b.output()
+    if b.T > 0:
+        launch(
+            _retrace_kernel,
+            b,
+            config,
+            (
+                *b.series("rewards", rewards),
+                *b.series("q_taken", rewards),
+                *b.series("expected_next_q", rewards),
+                *b.series("log_rhos", rewards),
+                *b.series("terminated", rewards),
+                *b.series("truncated", rewards),
+                q_ret,
+                *b.strides(q_ret),
+            ),
+            scalars(gamma, lam, c_bar),
+            HAS_TRUNC=truncated is not None,
+        )
     return q_ret

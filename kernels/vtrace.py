@@ -22,24 +22,58 @@ import torch
 
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, per_env, resolve_config, scalars, series
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._triton import runs_triton, tl, triton
 
 
 @triton.jit
 def _vtrace_kernel(
-    r_ptr, s_r_t, s_r_n,
-    v_ptr, s_v_t, s_v_n,
-    lr_ptr, s_lr_t, s_lr_n,
-    term_ptr, s_term_t, s_term_n,
-    trunc_ptr, s_trunc_t, s_trunc_n,
-    nv_ptr, s_nv_t, s_nv_n,
-    boot_ptr, s_boot,
-    vs_ptr, s_vs_t, s_vs_n,
-    pg_ptr, s_pg_t, s_pg_n,
-    ws_ptr, flags_ptr, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, rho_bar_hi, rho_bar_lo, c_bar_hi, c_bar_lo, pg_hi, pg_lo,
-    HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    lr_ptr,
+    s_lr_t,
+    s_lr_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    vs_ptr,
+    s_vs_t,
+    s_vs_n,
+    pg_ptr,
+    s_pg_t,
+    s_pg_n,
+    ws_ptr,
+    flags_ptr,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    rho_bar_hi,
+    rho_bar_lo,
+    c_bar_hi,
+    c_bar_lo,
+    pg_hi,
+    pg_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -101,7 +135,7 @@ def vtrace(
     """Value targets and policy-gradient advantages ``(vs, pg_adv)``; see the module docstring.
 
     ``log_rhos`` are ``log pi(a_t|s_t) - log mu(a_t|s_t)`` (target over behaviour policy).
-    ``rho_bar``, ``c_bar`` and ``pg_rho_bar`` are clipping thresholds (>= 0; ``math.inf`` disables).
+    ``rho_bar``, ``c_bar`` and ``pg_rho_bar`` are clipping thresholds (finite, >= 0; a large value such as ``1e6`` disables one).
     """
     gamma = check_scalar("gamma", gamma)
     lam = check_scalar("lam", lam)
@@ -113,27 +147,48 @@ def vtrace(
         floats={"rewards": rewards, "values": values, "log_rhos": log_rhos, "next_values": next_values},
         flags={"terminated": terminated, "truncated": truncated},
         per_env={"bootstrap_value": bootstrap_value},
+        optional=("truncated", "next_values", "bootstrap_value"),
     )
-    tm = b.tm
-    if tm["bootstrap_value"] is None and tm["next_values"] is None:
+    if bootstrap_value is None and next_values is None:
         raise ValueError("bootstrap_value is required unless next_values is given")
     if not runs_triton(b.device):
+        tm = b.time_major
         vs, pg_adv = reference.vtrace(
-            tm["rewards"], tm["values"], tm["log_rhos"], tm["terminated"], tm["bootstrap_value"],
-            truncated=tm["truncated"], next_values=tm["next_values"], gamma=gamma, lam=lam,
-            rho_bar=rho_bar, c_bar=c_bar, pg_rho_bar=pg_rho_bar,
+            tm("rewards"),
+            tm("values"),
+            tm("log_rhos"),
+            tm("terminated"),
+            b.env_vector("bootstrap_value"),
+            truncated=tm("truncated"),
+            next_values=tm("next_values"),
+            gamma=gamma,
+            lam=lam,
+            rho_bar=rho_bar,
+            c_bar=c_bar,
+            pg_rho_bar=pg_rho_bar,
         )
         return b.from_time_major(vs), b.from_time_major(pg_adv)
-    vs, vs_tm = b.output()
-    pg_adv, pg_tm = b.output()
-    if b.T == 0:
-        return vs, pg_adv
-    r = tm["rewards"]
-    cfg = resolve_config(config, r)
-    launch(
-        _vtrace_kernel, b, cfg,
-        (*series(r, r), *series(tm["values"], r), *series(tm["log_rhos"], r), *series(tm["terminated"], r), *series(tm["truncated"], r), *series(tm["next_values"], r), *per_env(tm["bootstrap_value"], r), *series(vs_tm, r), *series(pg_tm, r),),
-        scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
-        HAS_TRUNC=tm["truncated"] is not None, HAS_NEXT=tm["next_values"] is not None,
-    )
+    vs, pg_adv = b.output(), b.output()
+    if b.T > 0:
+        launch(
+            _vtrace_kernel,
+            b,
+            config,
+            (
+                *b.series("rewards", rewards),
+                *b.series("values", rewards),
+                *b.series("log_rhos", rewards),
+                *b.series("terminated", rewards),
+                *b.series("truncated", rewards),
+                *b.series("next_values", rewards),
+                *b.per_env("bootstrap_value", rewards),
+                vs,
+                *b.strides(vs),
+                pg_adv,
+                *b.strides(pg_adv),
+            ),
+            scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
+            HAS_TRUNC=truncated is not None,
+            HAS_NEXT=next_values is not None,
+        )
     return vs, pg_adv

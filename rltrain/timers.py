@@ -102,14 +102,23 @@ def group_totals(secs: Dict[str, float]) -> Dict[str, float]:
 
 
 class PhaseTable:
-    """Accumulates per-iteration phase seconds and prints a summary table."""
+    """Accumulates per-iteration phase seconds and prints a summary table.
 
-    def __init__(self) -> None:
+    The first ``warmup`` iterations are left out of the table: they carry one-off costs (kernel
+    compilation, allocator growth, cuDNN autotuning) that a steady-state phase share must not show.
+    """
+
+    def __init__(self, warmup: int = 1) -> None:
         self.totals: Dict[str, float] = defaultdict(float)
         self.iterations = 0
         self.wall = 0.0
+        self.warmup = warmup
+        self.skipped = 0
 
     def add(self, secs: Dict[str, float], wall: Optional[float] = None) -> None:
+        if self.skipped < self.warmup:
+            self.skipped += 1
+            return
         for k, v in secs.items():
             self.totals[k] += v
         self.iterations += 1
@@ -120,7 +129,11 @@ class PhaseTable:
         """A fixed-width table: phase, total s, ms/iteration, share of timed total."""
         total = sum(self.totals.values()) or 1.0
         n = max(self.iterations, 1)
-        lines = [f"{'phase':<22}{'total s':>10}{'ms/iter':>10}{'share':>9}", "-" * 51]
+        lines = [
+            f"(steady state: {self.iterations} iterations after {self.skipped} warm-up)",
+            f"{'phase':<22}{'total s':>10}{'ms/iter':>10}{'share':>9}",
+            "-" * 51,
+        ]
         groups = group_totals(self.totals)
         for g in sorted(groups, key=lambda g: -groups[g]):
             lines.append(f"{g:<22}{groups[g]:>10.3f}{1e3 * groups[g] / n:>10.2f}{100 * groups[g] / total:>8.2f}%")

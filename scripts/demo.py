@@ -25,15 +25,29 @@ def random_rollout(T: int, N: int, device: str, seed: int = 0) -> dict[str, torc
     terminated = torch.rand(T, N, generator=g) < 0.05
     truncated = (torch.rand(T, N, generator=g) < 0.03) & ~terminated
     return dict(
-        rewards=normal(T, N), values=normal(T, N), next_values=normal(T, N), bootstrap=normal(N),
-        log_rhos=0.3 * normal(T, N), q=normal(T, N), expected_next_q=normal(T, N), beta=torch.rand(T, N, generator=g).to(device),
-        terminated=terminated.to(device), truncated=truncated.to(device),
+        rewards=normal(T, N),
+        values=normal(T, N),
+        next_values=normal(T, N),
+        bootstrap=normal(N),
+        log_rhos=0.3 * normal(T, N),
+        q=normal(T, N),
+        expected_next_q=normal(T, N),
+        beta=torch.rand(T, N, generator=g).to(device),
+        terminated=terminated.to(device),
+        truncated=truncated.to(device),
     )
 
 
 def calls(x: dict[str, torch.Tensor]):
     """(name, args, kwargs) of one call of every estimator on the rollout ``x``."""
-    r, v, nv, b, term, trunc = x["rewards"], x["values"], x["next_values"], x["bootstrap"], x["terminated"], x["truncated"]
+    r, v, nv, b, term, trunc = (
+        x["rewards"],
+        x["values"],
+        x["next_values"],
+        x["bootstrap"],
+        x["terminated"],
+        x["truncated"],
+    )
     return [
         ("gae", (r, v, term, b), dict(truncated=trunc)),
         ("vtrace", (r, v, x["log_rhos"], term, b), dict(truncated=trunc)),

@@ -40,10 +40,18 @@ def test_phase_timer_sums_to_wall_cpu():
     assert timer.read() == {}  # read resets
     g = group_totals(secs)
     assert g["rollout"] == secs["rollout/env"] and g["update"] == secs["update/forward"]
-    table = PhaseTable()
+    table = PhaseTable(warmup=0)
     table.add(secs, wall)
     text = table.format()
     assert "rollout/env" in text and "timed total" in text
+
+
+def test_phase_table_leaves_out_warmup():
+    table = PhaseTable(warmup=1)
+    table.add({"ca": 5.0}, 5.0)  # first iteration: compilation
+    table.add({"ca": 0.001, "update/forward": 0.009}, 0.01)
+    assert table.iterations == 1 and table.totals["ca"] == pytest.approx(0.001)
+    assert "after 1 warm-up" in table.format()
 
 
 def test_checkpoint_atomic(tmp_path):

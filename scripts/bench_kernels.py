@@ -1,0 +1,622 @@
+"""Benchmark the fused credit-assignment kernels against the baselines.
+
+For every estimator x shape x layout (x dtype), each implementation ("triton" = the fused kernels,
+"sequential" = the same kernels with block_t=1, "compile" = log-step scan under torch.compile,
+"loop" = eager loop over T) is first checked against the float64 reference (relative error
+||out - ref|| / ||ref||, on the first ``--check-envs`` environments; a wrong implementation is
+recorded "WRONG" and not timed), then timed with ``triton.testing.do_bench`` (median, L2 flushed
+before every call by do_bench, plus rotation among several input sets when one set is under 3x
+the L2 size). Bytes model: each input read once + each output written once; achieved GB/s is
+compared with a device-to-device copy measured in the same run.
+
+GPU (the lead's machine)::
+
+    python scripts/bench_kernels.py --quick                 # ~8 shapes, all estimators, < 4 min
+    python scripts/bench_kernels.py --estimators gae,vtrace --time-budget 540
+    python scripts/bench_kernels.py --shapes 4096x128,512x8192 --impls triton,sequential
+
+CPU (CI, tiny grid)::
+
+    python scripts/bench_kernels.py --cpu --out /tmp/bench
+
+Outputs in ``--out`` (default docs/bench/): results.json, results.csv, results.md, speedup_<est>.png.
+Shapes are written ``NxT`` (environments x time steps) everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import itertools
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import kernels  # noqa: E402
+from kernels import reference as R  # noqa: E402
+from kernels._launch import choose_config  # noqa: E402
+from kernels._triton import runs_triton, triton  # noqa: E402
+from kernels.backends import get_backend  # noqa: E402
+
+ESTIMATORS = tuple(kernels.ESTIMATORS)
+IMPLS = ("triton", "sequential", "compile", "loop")
+BASELINES = ("sequential", "compile", "loop")
+NT_ESTIMATORS = ("gae", "vtrace")  # layout "auto": [N, T] too, to compare with [N, T] libraries
+
+GRID_N = (16, 128, 512, 2048, 4096, 8192, 16384, 32768)
+GRID_T = (8, 16, 32, 64, 128, 512, 1024, 2048, 8192)
+LONG_T = ((16, 65536), (16, 262144), (16, 1048576))
+# --quick, in run order (most representative first): N x T
+QUICK_SHAPES = ((4096, 128), (512, 8192), (128, 4096), (8192, 4096), (4096, 8), (32768, 8), (32768, 16), (16, 1048576))
+QUICK_NT_SHAPES = ((4096, 128), (8192, 4096))
+CPU_SHAPES = ((16, 8), (64, 32))
+
+MAX_CELL_BYTES = 4 * 2**30
+QUICK_BUDGET_S = 210.0  # --quick starts no cell after this (the last cells then finish within ~30 s)
+LOOP_MAX_T = 2048
+L2_BYTES = 60 * 2**20
+TOL = {"f32": 1e-4, "bf16": 2e-2}
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+# Per estimator: positional and keyword tensor arguments as (name, kind), and fixed keywords.
+# kinds: f = normal, lr = 0.3 * normal, term ~5%, trunc ~2%, done ~7% (bool), vec = [N] normal,
+# beta = uniform [0.5, 1).
+SPECS = {
+    "gae": dict(pos=[("rewards", "f"), ("values", "f"), ("terminated", "term"), ("bootstrap_value", "vec")],
+                kw=[("truncated", "trunc")]),
+    "vtrace": dict(pos=[("rewards", "f"), ("values", "f"), ("log_rhos", "lr"), ("terminated", "term"),
+                        ("bootstrap_value", "vec")], kw=[("truncated", "trunc")]),
+    "retrace": dict(pos=[("rewards", "f"), ("q_taken", "f"), ("expected_next_q", "f"), ("log_rhos", "lr"),
+                         ("terminated", "term")], kw=[("truncated", "trunc")]),
+    "lambda_returns": dict(pos=[("rewards", "f"), ("next_values", "f"), ("terminated", "term")],
+                           kw=[("truncated", "trunc")]),
+    "discounted_returns": dict(pos=[("rewards", "f"), ("terminated", "term")],
+                               kw=[("truncated", "trunc"), ("next_values", "f"), ("bootstrap_value", "vec")]),
+    "eligibility_traces": dict(pos=[("inputs", "f"), ("dones", "done")], kw=[]),
+    "episodic_prefix_sum": dict(pos=[("inputs", "f"), ("dones", "done")], kw=[]),
+    "linear_scan": dict(pos=[("alpha", "f"), ("beta", "beta")], kw=[], fixed=dict(reverse=True)),
+}
+NUM_OUT = {op: 2 if op in ("gae", "vtrace") else 1 for op in ESTIMATORS}
+
+
+# --------------------------------------------------------------------------- #
+# inputs
+# --------------------------------------------------------------------------- #
+def cell_bytes(est: str, N: int, T: int, dtype: torch.dtype) -> int:
+    """Bytes of one input set plus the outputs (flags are bool, 1 byte)."""
+    size = torch.finfo(dtype).bits // 8
+    spec = SPECS[est]
+    total = 0
+    for _, kind in spec["pos"] + spec["kw"]:
+        total += N * size if kind == "vec" else N * T * (1 if kind in ("term", "trunc", "done") else size)
+    return total + NUM_OUT[est] * N * T * size
+
+
+def make_inputs(est: str, N: int, T: int, layout: str, dtype: torch.dtype, device, seed: int):
+    """Random inputs of the public signature: ``(args, kwargs)``; ``layout`` "tn" = [T, N], "nt" = [N, T]."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    shape = (T, N) if layout == "tn" else (N, T)
+
+    def draw(kind):
+        if kind == "vec":
+            return torch.randn(N, generator=gen, device=device).to(dtype)
+        if kind in ("term", "trunc", "done"):
+            p = {"term": 0.05, "trunc": 0.02, "done": 0.07}[kind]
+            return torch.rand(shape, generator=gen, device=device) < p
+        if kind == "beta":
+            return (0.5 + 0.5 * torch.rand(shape, generator=gen, device=device)).to(dtype)
+        x = torch.randn(shape, generator=gen, device=device)
+        return (0.3 * x if kind == "lr" else x).to(dtype)
+
+    spec = SPECS[est]
+    args = [draw(kind) for _, kind in spec["pos"]]
+    kwargs = {name: draw(kind) for name, kind in spec["kw"]}
+    kwargs.update(spec.get("fixed", {}))
+    kwargs["time_dim"] = 0 if layout == "tn" else 1
+    return args, kwargs
+
+
+def _env_slice(x, k: int, layout: str):
+    """First ``k`` environments of a tensor argument, time-major (vectors: first k entries)."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    if x.dim() == 1:
+        return x[:k]
+    return x[:, :k] if layout == "tn" else x[:k].t()
+
+
+def _out_slice(o: torch.Tensor, k: int, layout: str) -> torch.Tensor:
+    return o[:, :k] if layout == "tn" else o[:k].t()
+
+
+def reference_outputs(est, args, kwargs, layout, check_envs, ref_max_t, device):
+    """Float64 reference on the first ``check_envs`` environments: ``(outputs, kind)``.
+
+    ``kernels.reference`` (a Python loop over T) on the CPU when T <= ref_max_t; beyond, the eager
+    float64 log-step scan of the baselines' pairs on the device (an independent algorithm from the
+    fused kernels, itself checked against ``kernels.reference`` by the tests)."""
+    k = min(check_envs, args[0].shape[1 if layout == "tn" else 0])
+    T = args[0].shape[0 if layout == "tn" else 1]
+    sl_args = [_env_slice(a, k, layout) for a in args]
+    sl_kw = {n: _env_slice(v, k, layout) for n, v in kwargs.items() if n != "time_dim"}
+    if T <= ref_max_t:
+        up = lambda x: x.detach().to("cpu", torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else (x.cpu() if isinstance(x, torch.Tensor) else x)  # noqa: E731
+        out = getattr(R, est)(*[up(a) for a in sl_args], **{n: up(v) for n, v in sl_kw.items()})
+        kind = "reference"
+    else:
+        from kernels.baselines import compiled
+
+        up = lambda x: x.detach().to(torch.float64).contiguous() if isinstance(x, torch.Tensor) and x.is_floating_point() else x  # noqa: E731
+        out = getattr(compiled.EAGER, est)(*[up(a) for a in sl_args], **{n: up(v) for n, v in sl_kw.items()})
+        kind = "logstep-f64"
+    out = out if isinstance(out, tuple) else (out,)
+    return tuple(o.to("cpu", torch.float64) for o in out), k, kind
+
+
+def rel_err(outs, refs, k, layout) -> float:
+    worst = 0.0
+    for o, r in zip(outs, refs):
+        if not bool(torch.isfinite(o).all()):
+            return math.inf
+        s = _out_slice(o, k, layout).to("cpu", torch.float64)
+        den = max(torch.linalg.vector_norm(r).item(), 1e-300)
+        worst = max(worst, torch.linalg.vector_norm(s - r).item() / den)
+    return worst
+
+
+# --------------------------------------------------------------------------- #
+# timing
+# --------------------------------------------------------------------------- #
+def sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+SLOW_CALL_S = 0.05  # calls slower than this are timed over SLOW_CALLS calls, not do_bench's many
+
+
+def time_us(fn, device, warmup_ms: float, rep_ms: float, slow_calls: int = 3) -> float:
+    """Median device time of one call, in microseconds (do_bench; CUDA events over a few calls when
+    one call takes more than ``SLOW_CALL_S``, e.g. the sequential kernel at T = 1M)."""
+    if torch.device(device).type == "cuda":
+        import triton.testing  # noqa: F401 - do_bench
+
+        sync(device)
+        t0 = time.perf_counter()
+        fn()
+        sync(device)
+        if time.perf_counter() - t0 > SLOW_CALL_S:
+            times = []
+            for _ in range(slow_calls):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            return 1e3 * statistics.median(times)
+        return 1e3 * triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
+    t0 = time.perf_counter()
+    fn()
+    min_calls = slow_calls if time.perf_counter() - t0 > SLOW_CALL_S else 5
+    times = []
+    start = time.perf_counter()
+    while len(times) < min_calls or (time.perf_counter() - start < rep_ms / 1e3 and len(times) < 1000):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e6 * statistics.median(times)
+
+
+def host_us(fn, device, calls: int) -> float:
+    """Wall time per call of ``calls`` back-to-back calls (one sync at the end)."""
+    fn()
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync(device)
+    return 1e6 * (time.perf_counter() - t0) / calls
+
+
+def copy_bandwidth(device, nbytes: int, warmup_ms: float, rep_ms: float) -> float:
+    """Device-to-device copy bandwidth in GB/s (bytes read + bytes written)."""
+    n = nbytes // 4
+    src = torch.rand(n, device=device)
+    dst = torch.empty_like(src)
+    us = time_us(lambda: dst.copy_(src), device, warmup_ms, rep_ms)
+    del src, dst
+    return 2 * n * 4 / (us * 1e-6) / 1e9
+
+
+# --------------------------------------------------------------------------- #
+# the run
+# --------------------------------------------------------------------------- #
+def impl_fn(impl: str, est: str):
+    return getattr(get_backend(impl), est)
+
+
+def launch_config(impl, N, T, layout, device) -> str:
+    if impl == "triton":
+        c = choose_config(T, N, layout == "nt" and N > 1)
+    elif impl == "sequential":
+        from kernels.baselines.sequential import _num_sms, sequential_config
+
+        c = sequential_config(N, _num_sms(torch.device(device)))
+    else:
+        return ""
+    return f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if getattr(c, "lookback", False) else "")
+
+
+def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:
+    device = opts.device
+    dtype = DTYPES[dtype_name]
+    base = dict(estimator=est, N=N, T=T, layout=layout, dtype=dtype_name)
+    rows = []
+    nbytes = cell_bytes(est, N, T, dtype)
+    if nbytes > MAX_CELL_BYTES:
+        return [dict(base, impl=i, status="skipped", note=f"{nbytes / 2**30:.1f} GiB > 4 GiB") for i in impls]
+    try:
+        n_sets = 1 if torch.device(device).type != "cuda" else max(1, min(8, math.ceil(3 * L2_BYTES / nbytes)))
+        sets = [make_inputs(est, N, T, layout, dtype, device, seed=opts.seed + 7919 * i) for i in range(n_sets)]
+        sync(device)
+        refs, k, ref_kind = reference_outputs(est, *sets[0], layout, opts.check_envs, opts.ref_max_t, device)
+    except Exception as exc:  # noqa: BLE001
+        msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        return [dict(base, impl=i, status="error", error=f"inputs/reference: {msg}") for i in impls]
+    in_bytes = sum(t.numel() * t.element_size() for t in itertools.chain(sets[0][0], sets[0][1].values())
+                   if isinstance(t, torch.Tensor))
+    for impl in impls:
+        row = dict(base, impl=impl, config=launch_config(impl, N, T, layout, device))
+        rows.append(row)
+        if impl == "loop" and T > LOOP_MAX_T:
+            row.update(status="skipped", note=f"loop: T > {LOOP_MAX_T}")
+            continue
+        if impl == "triton" and not runs_triton(torch.device(device)):
+            row["note"] = "CPU without TRITON_INTERPRET: the public API's PyTorch path (float64 reference)"
+        if impl == "sequential" and not runs_triton(torch.device(device)):
+            row.update(status="skipped", note="sequential needs CUDA or TRITON_INTERPRET=1")
+            continue
+        try:
+            fn = impl_fn(impl, est)
+            args, kwargs = sets[0]
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            sync(device)
+            row["first_call_s"] = round(time.perf_counter() - t0, 4)
+            out = out if isinstance(out, tuple) else (out,)
+            err = rel_err(out, refs, k, layout)
+            out_bytes = sum(o.numel() * o.element_size() for o in out)
+            del out
+            row.update(rel_err=err, ref_kind=ref_kind, check_envs=k, bytes=in_bytes + out_bytes)
+            if impl == "compile":
+                from kernels.baselines import compiled
+
+                if not compiled.is_compiled():
+                    row["note"] = "torch.compile failed: eager log-step scan"
+            if not err <= TOL[dtype_name]:
+                row["status"] = "WRONG"
+                continue
+            cycle = itertools.cycle(sets)
+
+            def call():
+                a, kw = next(cycle)
+                return fn(*a, **kw)
+
+            us = time_us(call, device, opts.warmup_ms, opts.rep_ms)
+            row.update(status="ok", device_us=us, n_input_sets=len(sets))
+            row["gbps"] = row["bytes"] / (us * 1e-6) / 1e9
+            if copy_gbs:
+                row["frac_of_copy"] = row["gbps"] / copy_gbs
+            if us <= opts.host_max_us:
+                row["host_us"] = host_us(call, device, opts.host_calls)
+        except Exception as exc:  # noqa: BLE001 - one failing impl must not kill the run
+            row.update(status="error", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
+            if opts.verbose:
+                traceback.print_exc()
+            if isinstance(exc, torch.cuda.OutOfMemoryError):
+                torch.cuda.empty_cache()
+    del sets
+    times = {r["impl"]: r.get("device_us") for r in rows}
+    for r in rows:
+        if r.get("device_us"):
+            for b in BASELINES:
+                if times.get(b) and b != r["impl"]:
+                    r[f"speedup_vs_{b}"] = times[b] / r["device_us"]
+    if torch.device(device).type == "cuda" and nbytes > 2**30:
+        torch.cuda.empty_cache()
+    return rows
+
+
+def plan(opts) -> list[tuple]:
+    """(estimator, N, T, layout, dtype) cells in run order (estimator-major)."""
+    if opts.shapes:
+        shapes = [tuple(int(v) for v in s.lower().split("x")) for s in opts.shapes.split(",")]
+        nt_shapes = shapes
+    elif opts.cpu:
+        shapes, nt_shapes = list(CPU_SHAPES), list(CPU_SHAPES)
+    elif opts.quick:
+        shapes, nt_shapes = list(QUICK_SHAPES), list(QUICK_NT_SHAPES)
+    else:
+        shapes = [(N, T) for N in GRID_N for T in GRID_T] + list(LONG_T)
+        nt_shapes = shapes
+    layouts = {"tn": ["tn"], "nt": ["nt"], "both": ["tn", "nt"]}.get(opts.layout)
+    cells = []
+    for est in opts.estimators:
+        for dt in opts.dtypes:
+            for N, T in shapes:
+                for layout in layouts or ["tn"] + (["nt"] if est in NT_ESTIMATORS and (N, T) in nt_shapes else []):
+                    cells.append((est, N, T, layout, dt))
+    if opts.quick and not opts.shapes:  # shape-major: a time-budget cut drops shapes, not estimators
+        order = {s: i for i, s in enumerate(shapes)}
+        cells.sort(key=lambda c: order[(c[1], c[2])])
+    return cells
+
+
+def environment(opts, copy_gbs) -> dict:
+    meta = dict(
+        date=datetime.datetime.now().isoformat(timespec="seconds"),
+        host=platform.node(), python=platform.python_version(), torch=torch.__version__,
+        triton=getattr(triton, "__version__", "none"), device=opts.device, copy_gbs=copy_gbs,
+        interpret=os.environ.get("TRITON_INTERPRET", "0"),
+        argv=" ".join(sys.argv), loop_max_t=LOOP_MAX_T, max_cell_gib=MAX_CELL_BYTES / 2**30,
+        tolerance=TOL, warmup_ms=opts.warmup_ms, rep_ms=opts.rep_ms, check_envs=opts.check_envs,
+    )
+    if torch.device(opts.device).type == "cuda":
+        p = torch.cuda.get_device_properties(0)
+        meta.update(device_name=p.name, sms=p.multi_processor_count, cuda=torch.version.cuda,
+                    l2_mib=getattr(p, "L2_cache_size", 0) / 2**20)
+        try:
+            import subprocess
+
+            meta["driver"] = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=20).stdout.strip()
+        except Exception:  # noqa: BLE001
+            meta["driver"] = "?"
+    else:
+        meta.update(device_name=platform.processor() or "cpu")
+    return meta
+
+
+CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "device_us", "host_us", "gbps",
+              "frac_of_copy", "rel_err", "ref_kind", "speedup_vs_sequential", "speedup_vs_compile",
+              "speedup_vs_loop", "bytes", "first_call_s", "config", "n_input_sets", "check_envs", "note", "error"]
+
+
+def write_results(out: Path, meta: dict, rows: list[dict], *, final: bool = False, plots: bool = True) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(dict(meta=meta, rows=rows), indent=1, default=str))
+    tmp.replace(out / "results.json")
+    with open(out / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    (out / "results.md").write_text(markdown(meta, rows))
+    if final and plots:
+        try:
+            from plot_bench import plot_all
+        except ImportError:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from plot_bench import plot_all
+        try:
+            plot_all(rows, out)
+        except Exception as exc:  # noqa: BLE001 - plots are optional
+            print(f"plotting failed: {type(exc).__name__}: {exc}")
+
+
+def _fmt_us(r: Optional[dict]) -> str:
+    if r is None:
+        return "-"
+    if r.get("status") == "ok":
+        v = r["device_us"]
+        return f"{v:.1f}" if v < 1000 else f"{v:.0f}"
+    return r.get("status", "?") if r.get("status") != "skipped" else "skip"
+
+
+def _fmt(v, spec: str) -> str:
+    return "-" if v is None else spec.format(v)
+
+
+def _fmt_x(v) -> str:
+    return "-" if v is None else (f"{v:.1f}x" if v < 100 else f"{v:.0f}x")
+
+
+def _groups(rows):
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["estimator"], r["dtype"], r["layout"], r["N"], r["T"]), {})[r["impl"]] = r
+    return cells
+
+
+def markdown(meta: dict, rows: list[dict]) -> str:
+    lines = ["# Credit-assignment kernels: benchmark", ""]
+    lines.append(
+        f"{meta.get('device_name')} | driver {meta.get('driver', '-')} | CUDA {meta.get('cuda', '-')} | "
+        f"torch {meta.get('torch')} | triton {meta.get('triton')} | {meta.get('date')}  ")
+    cg = meta.get("copy_gbs")
+    lines.append(f"device-to-device copy: {cg:.0f} GB/s (read + write)  " if cg else "copy bandwidth: not measured  ")
+    lines.append("Times: median device time per call in us (do_bench, L2 flushed). `x seq` etc.: fused speedup over "
+                 "that baseline. `%copy`: fused GB/s (inputs read once + outputs written once) over the copy. "
+                 "`host`: wall us per call, back-to-back (small shapes). Shapes are N x T.")
+    lines.append("")
+    cells = _groups(rows)
+    ests = list(dict.fromkeys(k[0] for k in cells))
+    for est in ests:
+        lines += [f"## {est}", "",
+                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | rel err |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for key, impls in cells.items():
+            if key[0] != est:
+                continue
+            _, dt, layout, N, T = key
+            tr = impls.get("triton", {})
+            errs = [r.get("rel_err") for r in impls.values() if r.get("rel_err") is not None]
+            frac = tr.get("frac_of_copy")
+            lines.append(
+                f"| {N}x{T} | {layout} | {dt} | " + " | ".join(_fmt_us(impls.get(i)) for i in IMPLS) + " | "
+                + " | ".join(_fmt_x(tr.get(f"speedup_vs_{b}")) for b in BASELINES)
+                + f" | {_fmt(frac, '{:.0%}')} | {_fmt(tr.get('host_us'), '{:.1f}')}"
+                + f" | {_fmt(max(errs) if errs else None, '{:.0e}')} |")
+        lines.append("")
+    bad = [r for r in rows if r.get("status") in ("error", "WRONG")]
+    if bad:
+        lines += ["## Errors and wrong results", ""]
+        lines += [f"- {r['estimator']} {r['impl']} {r['N']}x{r['T']} {r['layout']} {r['dtype']}: {r['status']} "
+                  f"{r.get('error', '')} (rel err {r.get('rel_err')})" for r in bad]
+        lines.append("")
+    nr = meta.get("not_run")
+    if nr:
+        lines += [f"{len(nr)} cells not started (time budget).", ""]
+    return "\n".join(lines)
+
+
+def summary(meta: dict, rows: list[dict], max_lines: int = 90) -> str:
+    cells = _groups(rows)
+    head = (f"{meta.get('device_name')} torch {meta.get('torch')} triton {meta.get('triton')} "
+            f"copy {meta.get('copy_gbs') or 0:.0f} GB/s")
+    out = [head, f"{'estimator':<19} {'NxT':>12} {'lay':>3} {'triton':>8} {'seq':>8} {'compile':>8} {'loop':>8} "
+                 f"{'x seq':>6} {'x comp':>6} {'x loop':>6} {'%copy':>5} {'host':>5}"]
+    if len(cells) <= max_lines:
+        for (est, dt, layout, N, T), impls in cells.items():
+            tr = impls.get("triton", {})
+            frac = tr.get("frac_of_copy")
+            out.append(
+                f"{est[:19]:<19} {f'{N}x{T}':>12} {layout:>3} "
+                + " ".join(f"{_fmt_us(impls.get(i)):>8}" for i in IMPLS) + " "
+                + " ".join(f"{_fmt_x(tr.get(f'speedup_vs_{b}')):>6}" for b in BASELINES)
+                + f" {_fmt(frac, '{:.0%}'):>5} {_fmt(tr.get('host_us'), '{:.0f}'):>5}")
+    else:  # per estimator: geometric-mean speedups over the cells where both ran
+        out = [head, f"{'estimator':<19} {'cells':>5} " + " ".join(f"{'gm x ' + b:>14}" for b in BASELINES)
+               + f" {'med %copy':>9}"]
+        for est in dict.fromkeys(k[0] for k in cells):
+            trs = [c.get("triton", {}) for k, c in cells.items() if k[0] == est]
+            gm = []
+            for b in BASELINES:
+                v = [t[f"speedup_vs_{b}"] for t in trs if t.get(f"speedup_vs_{b}")]
+                gm.append(f"{math.exp(sum(map(math.log, v)) / len(v)):.1f}x ({len(v)})" if v else "-")
+            fr = [t["frac_of_copy"] for t in trs if t.get("frac_of_copy")]
+            out.append(f"{est[:19]:<19} {len(trs):>5} " + " ".join(f"{g:>14}" for g in gm)
+                       + f" {_fmt(statistics.median(fr) if fr else None, '{:.0%}'):>9}")
+    bad = [r for r in rows if r.get("status") in ("error", "WRONG")]
+    out.append(f"{len(rows)} rows, {sum(r.get('status') == 'ok' for r in rows)} ok, "
+               f"{sum(r.get('status') == 'skipped' for r in rows)} skipped, {len(bad)} error/WRONG"
+               + (f", {len(meta['not_run'])} cells not started (time budget)" if meta.get("not_run") else ""))
+    for r in bad[:10]:
+        out.append(f"  {r['status']}: {r['estimator']} {r['impl']} {r['N']}x{r['T']} {r['layout']} "
+                   f"{r.get('error', '')[:120]} rel_err={r.get('rel_err')}")
+    return "\n".join(out)
+
+
+def run(opts) -> dict:
+    """Run the benchmark described by ``opts`` (see :func:`parse_args`); returns ``{meta, rows}``."""
+    started = time.perf_counter()
+    out = Path(opts.out)
+    torch.manual_seed(opts.seed)
+    copy_gbs = None
+    if not opts.no_copy:
+        try:
+            copy_gbs = copy_bandwidth(opts.device, opts.copy_bytes, opts.warmup_ms, opts.rep_ms)
+        except Exception as exc:  # noqa: BLE001
+            print(f"copy bandwidth failed: {exc}")
+    meta = environment(opts, copy_gbs)
+    rows: list[dict] = []
+    cells = plan(opts)
+    not_run = []
+    last_est = None
+    for i, (est, N, T, layout, dt) in enumerate(cells):
+        if opts.time_budget is not None and time.perf_counter() - started > opts.time_budget:
+            not_run = [f"{c[0]} {c[1]}x{c[2]} {c[3]} {c[4]}" for c in cells[i:]]
+            break
+        if last_est is not None and est != last_est:
+            write_results(out, meta, rows)
+        last_est = est
+        t0 = time.perf_counter()
+        cell_rows = run_cell(est, N, T, layout, dt, opts.impls, opts, copy_gbs)
+        rows += cell_rows
+        if opts.verbose:
+            st = " ".join(f"{r['impl']}={_fmt_us(r)}" for r in cell_rows)
+            print(f"[{time.perf_counter() - started:6.0f}s] {est} {N}x{T} {layout} {dt}: {st} "
+                  f"({time.perf_counter() - t0:.1f}s)", flush=True)
+        write_results(out, meta, rows)  # incremental: a timeout still leaves results
+    meta["not_run"] = not_run
+    meta["elapsed_s"] = round(time.perf_counter() - started, 1)
+    write_results(out, meta, rows, final=True, plots=opts.plots)
+    print(summary(meta, rows), flush=True)
+    print(f"elapsed {meta['elapsed_s']} s; results in {out}/", flush=True)
+    return dict(meta=meta, rows=rows)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="all estimators on ~8 representative shapes (< 4 min on an H200)")
+    p.add_argument("--cpu", action="store_true", help="PyTorch path on the CPU, tiny grid (CI)")
+    p.add_argument("--estimators", default=",".join(ESTIMATORS))
+    p.add_argument("--impls", default=",".join(IMPLS))
+    p.add_argument("--shapes", default="", help="NxT,... (environments x steps), overrides the grid")
+    p.add_argument("--layout", default="auto", choices=["auto", "tn", "nt", "both"],
+                   help="auto: tn everywhere, plus nt for gae/vtrace")
+    p.add_argument("--dtype", default="f32", help="f32, bf16 or f32,bf16")
+    p.add_argument("--out", default=str(ROOT / "docs" / "bench"))
+    p.add_argument("--time-budget", type=float, default=None,
+                   help="seconds; no new cell starts after it (--quick default: 210)")
+    p.add_argument("--warmup-ms", type=float, default=None)
+    p.add_argument("--rep-ms", type=float, default=None)
+    p.add_argument("--check-envs", type=int, default=64, help="environments compared with the reference")
+    p.add_argument("--ref-max-t", type=int, default=16384,
+                   help="longest T checked by the Python-loop reference (beyond: float64 log-step scan)")
+    p.add_argument("--host-max-us", type=float, default=200.0, help="measure host_us when device time is below")
+    p.add_argument("--host-calls", type=int, default=200)
+    p.add_argument("--copy-bytes", type=int, default=None)
+    p.add_argument("--no-copy", action="store_true")
+    p.add_argument("--no-plots", dest="plots", action="store_false",
+                   help="skip the PNGs (make them later: python scripts/plot_bench.py DIR/results.json)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", dest="verbose", action="store_false")
+    opts = p.parse_args(argv)
+    opts.estimators = [e for e in opts.estimators.split(",") if e]
+    opts.impls = [i for i in opts.impls.split(",") if i]
+    opts.dtypes = [d for d in opts.dtype.split(",") if d]
+    for name, vals, allowed in (("estimator", opts.estimators, ESTIMATORS), ("impl", opts.impls, IMPLS),
+                                ("dtype", opts.dtypes, tuple(DTYPES))):
+        bad = [v for v in vals if v not in allowed]
+        if bad:
+            p.error(f"unknown {name} {bad}; choose from {allowed}")
+    if opts.cpu or not torch.cuda.is_available():
+        if not opts.cpu:
+            print("no CUDA device: running the CPU mode")
+        opts.cpu, opts.device = True, "cpu"
+    else:
+        opts.device = "cuda"
+    gpu = not opts.cpu
+    opts.warmup_ms = opts.warmup_ms if opts.warmup_ms is not None else (25.0 if gpu else 1.0)
+    opts.rep_ms = opts.rep_ms if opts.rep_ms is not None else (100.0 if gpu else 20.0)
+    opts.copy_bytes = opts.copy_bytes or (2 * 2**30 if gpu else 64 * 2**20)
+    if opts.cpu:
+        opts.host_calls = min(opts.host_calls, 20)
+    if opts.time_budget is None and opts.quick:
+        opts.time_budget = QUICK_BUDGET_S
+    return opts
+
+
+def main(argv=None) -> dict:
+    return run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Plots of a benchmark run: speedup of the fused kernels over each baseline vs T, one line per N.
+
+One PNG per estimator (``speedup_<estimator>.png``, one panel per baseline; [N, T] layout dashed,
+bf16 dotted). Called by ``bench_kernels.py`` at the end of a run, or by hand::
+
+    python scripts/plot_bench.py docs/bench/results.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+BASELINES = ("sequential", "compile", "loop")
+
+
+def plot_all(rows: list[dict], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    written = []
+    fused = [r for r in rows if r.get("impl") == "triton" and r.get("status") == "ok"]
+    for est in dict.fromkeys(r["estimator"] for r in fused):
+        ers = [r for r in fused if r["estimator"] == est]
+        fig, axes = plt.subplots(1, len(BASELINES), figsize=(5 * len(BASELINES), 4), squeeze=False)
+        Ns = sorted({r["N"] for r in ers})
+        cmap = plt.get_cmap("viridis")
+        for ax, base in zip(axes[0], BASELINES):
+            key = f"speedup_vs_{base}"
+            for i, N in enumerate(Ns):
+                for layout in ("tn", "nt"):
+                    for dtype in ("f32", "bf16"):
+                        pts = sorted((r["T"], r[key]) for r in ers
+                                     if r["N"] == N and r["layout"] == layout and r["dtype"] == dtype and r.get(key))
+                        if not pts:
+                            continue
+                        style = "-" if layout == "tn" else "--"
+                        style = ":" if dtype == "bf16" else style
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3,
+                                color=cmap(i / max(1, len(Ns) - 1)),
+                                label=f"N={N}" + ("" if layout == "tn" else " [N,T]") + ("" if dtype == "f32" else " bf16"))
+            ax.axhline(1.0, color="grey", lw=0.8)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("T (time steps)")
+            ax.set_ylabel(f"fused speedup over {base}")
+            ax.set_title(f"{est}: vs {base}")
+            ax.grid(True, which="both", alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / f"speedup_{est}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    src = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/bench/results.json")
+    for p in plot_all(json.loads(src.read_text())["rows"], src.parent):
+        print(p)

@@ -1,0 +1,99 @@
+"""The benchmark script in its CPU mode on a tiny grid: files written, numbers sane."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_kernels as B  # noqa: E402
+
+
+def _check_run(result, out: Path, estimators, shapes, impls):
+    for name in ("results.json", "results.csv", "results.md"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    on_disk = json.loads((out / "results.json").read_text())
+    assert on_disk["rows"] == json.loads(json.dumps(result["rows"], default=str))
+    meta = on_disk["meta"]
+    assert meta["torch"] and meta["device"] == "cpu"
+    with open(out / "results.csv") as f:
+        assert len(list(csv.DictReader(f))) == len(result["rows"])
+    rows = result["rows"]
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["estimator"], r["N"], r["T"], r["layout"], r["dtype"]), {})[r["impl"]] = r
+    want = {(e, N, T) for e in estimators for N, T in shapes}
+    assert {(k[0], k[1], k[2]) for k in cells} == want
+    for key, by_impl in cells.items():
+        assert set(by_impl) == set(impls), key  # every impl: a result, or an explicit skip/error
+        for impl, r in by_impl.items():
+            assert r["status"] in ("ok", "skipped", "error", "WRONG")
+            if r["status"] == "ok":
+                assert r["rel_err"] < 1e-5, r
+                assert r["device_us"] > 0 and r["gbps"] > 0 and r["bytes"] > 0
+                assert math.isfinite(r["device_us"])
+            elif r["status"] == "skipped":
+                assert r.get("note")
+            else:
+                pytest.fail(f"{key} {impl}: {r}")
+        assert by_impl["triton"]["status"] == "ok"
+        assert by_impl["loop"]["status"] == "ok"
+    md = (out / "results.md").read_text()
+    for e in estimators:
+        assert f"## {e}" in md
+
+
+def test_bench_cpu_mode(tmp_path):
+    estimators = ["gae", "vtrace", "episodic_prefix_sum"]
+    shapes = [(16, 8), (3, 5)]
+    impls = ["triton", "sequential", "loop"]
+    result = B.main(["--cpu", "--out", str(tmp_path), "--estimators", ",".join(estimators),
+                     "--shapes", "16x8,3x5", "--impls", ",".join(impls), "--quiet"])
+    _check_run(result, tmp_path, estimators, shapes, impls)
+    layouts = {(r["estimator"], r["layout"]) for r in result["rows"]}
+    assert ("gae", "nt") in layouts and ("vtrace", "nt") in layouts and ("retrace", "nt") not in layouts
+    assert list(tmp_path.glob("speedup_*.png")), "no plots"
+    for r in result["rows"]:
+        if r["impl"] == "triton" and r["status"] == "ok":
+            assert r.get("speedup_vs_loop", 0) > 0
+    assert result["meta"]["copy_gbs"] > 0
+
+
+def test_bench_cpu_mode_with_compile(tmp_path):
+    # same shape, layout and inputs as test_baselines' first compile case, so the graph is reused
+    result = B.main(["--cpu", "--out", str(tmp_path), "--estimators", "gae", "--shapes", "16x8",
+                     "--layout", "tn", "--no-copy", "--quiet"])
+    _check_run(result, tmp_path, ["gae"], [(16, 8)], list(B.IMPLS))
+    comp = next(r for r in result["rows"] if r["impl"] == "compile")
+    assert comp["status"] == "ok" and "note" not in comp
+
+
+def test_plan_and_bytes():
+    opts = B.parse_args(["--quick", "--cpu"])
+    opts.cpu = False  # the GPU plan
+    opts.quick = True
+    cells = B.plan(opts)
+    shapes = {(c[1], c[2]) for c in cells}
+    assert shapes == set(B.QUICK_SHAPES)
+    assert {c[0] for c in cells} == set(B.ESTIMATORS)
+    assert cells[0][1:3] == B.QUICK_SHAPES[0]  # shape-major in --quick
+    full = B.parse_args(["--cpu"])
+    full.cpu = False
+    grid = B.plan(full)
+    assert len({(c[1], c[2]) for c in grid}) == len(B.GRID_N) * len(B.GRID_T) + len(B.LONG_T)
+    # GAE f32 [T, N]: r, v (4 B), terminated, truncated (1 B), bootstrap [N], adv, ret (4 B)
+    assert B.cell_bytes("gae", 10, 100, B.DTYPES["f32"]) == 1000 * (4 + 4 + 1 + 1 + 4 + 4) + 40
+
+
+def test_time_budget_stops_new_cells(tmp_path):
+    result = B.main(["--cpu", "--out", str(tmp_path), "--estimators", "linear_scan,eligibility_traces",
+                     "--shapes", "4x4", "--impls", "loop", "--time-budget", "0", "--no-copy", "--quiet"])
+    assert result["rows"] == [] and len(result["meta"]["not_run"]) == 2
+    assert (tmp_path / "results.json").is_file()
