@@ -14,14 +14,16 @@ from __future__ import annotations
 import math
 from typing import Sequence, Tuple
 
+import torch.nn as nn
+
 from agents.actor_critic import ActorCritic
-from agents.heads import CategoricalHead, GaussianHead, ValueHead
+from agents.heads import CategoricalHead, GaussianHead, QHead, ValueHead
 from agents.impala_resnet import ImpalaResNet
 from agents.mlp import MLP
 from agents.nature_cnn import NatureCNN
 
 __all__ = ["ActorCritic", "CategoricalHead", "GaussianHead", "ImpalaResNet", "MLP", "NatureCNN",
-           "ValueHead", "make_agent", "ARCHS"]
+           "QHead", "ValueHead", "make_agent", "ARCHS"]
 
 ARCHS = ("auto", "mlp", "nature_cnn", "impala_resnet")
 
@@ -32,23 +34,30 @@ def make_agent(
     discrete: bool,
     num_actions: int,
     hidden: Sequence[int] = (64, 64),
+    q_head: bool = False,
 ) -> ActorCritic:
     """Build an :class:`ActorCritic`.
 
     ``arch="auto"``: image observations (3-D) -> ``nature_cnn`` with a shared
     torso, else ``mlp`` with separate actor and critic torsos.  ``discrete``
     selects a categorical head over ``num_actions`` actions, else a Gaussian
-    over ``num_actions`` dimensions."""
+    over ``num_actions`` dimensions.  ``q_head=True`` (discrete only) replaces the
+    value head by a :class:`QHead` ``Q(s, .)`` (Retrace / ACER critics)."""
     if arch not in ARCHS:
         raise ValueError(f"unknown agent arch {arch!r}; choose from {ARCHS}")
     if arch == "auto":
         arch = "nature_cnn" if len(obs_shape) == 3 else "mlp"
     head_cls = CategoricalHead if discrete else GaussianHead
+    if q_head and not discrete:
+        raise ValueError("a Q head needs a discrete action space")
+
+    def critic_head(in_dim: int) -> nn.Module:
+        return QHead(in_dim, num_actions) if q_head else ValueHead(in_dim)
     if arch == "mlp":
         in_dim = int(math.prod(obs_shape))
         actor, critic = MLP(in_dim, hidden), MLP(in_dim, hidden)
-        return ActorCritic(actor, head_cls(actor.out_dim, num_actions), ValueHead(critic.out_dim), critic)
+        return ActorCritic(actor, head_cls(actor.out_dim, num_actions), critic_head(critic.out_dim), critic)
     if len(obs_shape) != 3:
         raise ValueError(f"{arch} needs image observations [C, H, W], got shape {obs_shape}")
     torso = NatureCNN(obs_shape) if arch == "nature_cnn" else ImpalaResNet(obs_shape)
-    return ActorCritic(torso, head_cls(torso.out_dim, num_actions), ValueHead(torso.out_dim))
+    return ActorCritic(torso, head_cls(torso.out_dim, num_actions), critic_head(torso.out_dim))

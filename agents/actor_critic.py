@@ -3,7 +3,8 @@
 With ``critic_torso=None`` the torso is shared (Atari CNNs); otherwise actor
 and critic have separate torsos (CleanRL's MLP agents).  The interface is
 CleanRL's: :meth:`ActorCritic.get_value` and
-:meth:`ActorCritic.get_action_and_value`.
+:meth:`ActorCritic.get_action_and_value`; :meth:`ActorCritic.dist_and_critic`
+returns the distribution and the critic output together (IMPALA's learner).
 """
 
 from __future__ import annotations
@@ -39,3 +40,10 @@ class ActorCritic(nn.Module):
             action = dist.sample()
         hv = h if self.critic_torso is None else self.critic_torso(x)
         return action, dist.log_prob(action), dist.entropy(), self.value_head(hv)
+
+    def dist_and_critic(self, x: torch.Tensor):
+        """``(policy distribution, critic output)`` in one pass: the critic output is ``V(x)``
+        ``[B]`` with a value head, ``Q(x, .)`` ``[B, A]`` with a Q head (``make_agent(q_head=True)``)."""
+        h = self.torso(x)
+        hv = h if self.critic_torso is None else self.critic_torso(x)
+        return self.policy_head(h), self.value_head(hv)

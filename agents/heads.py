@@ -4,6 +4,7 @@
 * :class:`GaussianHead`    -- continuous actions: diagonal Gaussian with a
   state-independent learned log-std (CleanRL's ``ppo_continuous_action``).
 * :class:`ValueHead`       -- scalar state value ``[B]``.
+* :class:`QHead`           -- action values ``Q(s, .)`` ``[B, A]`` (Retrace / ACER critics).
 
 Policy heads return a ``torch.distributions`` object whose ``log_prob`` and
 ``entropy`` are already summed over action dimensions (shape ``[B]``).
@@ -17,7 +18,7 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from agents.layers import layer_init
 
-__all__ = ["CategoricalHead", "GaussianHead", "ValueHead"]
+__all__ = ["CategoricalHead", "GaussianHead", "ValueHead", "QHead"]
 
 
 class CategoricalHead(nn.Module):
@@ -48,3 +49,14 @@ class ValueHead(nn.Module):
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         return self.v(h).squeeze(-1)
+
+
+class QHead(nn.Module):
+    """Action values ``Q(s, a)`` for every discrete action: ``[B, num_actions]``."""
+
+    def __init__(self, in_dim: int, num_actions: int, std: float = 1.0):
+        super().__init__()
+        self.q = layer_init(nn.Linear(in_dim, num_actions), std=std)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.q(h)

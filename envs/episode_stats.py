@@ -16,7 +16,7 @@ costs no device synchronisation.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -37,8 +37,14 @@ class EpisodeStats:
         terminated: np.ndarray,
         truncated: np.ndarray,
         info: Mapping[str, Any],
+        env_ids: Optional[np.ndarray] = None,
     ) -> Tuple[np.ndarray, np.ndarray]:
-        """Account one step; return ``(returns, lengths)`` of episodes that ended."""
+        """Account one step; return ``(returns, lengths)`` of episodes that ended.
+
+        ``env_ids``: the envs these arrays belong to (EnvPool async ``recv``
+        returns a subset, in any order); ``None`` means all envs in order."""
+        if env_ids is not None:
+            return self._step_subset(reward, terminated, truncated, info, np.asarray(env_ids))
         valid = ~self.prev_done  # the step after an end is the autoreset dummy
         raw = np.asarray(info.get("reward", reward), dtype=np.float64)
         self.returns += np.where(valid, raw, 0.0)
@@ -53,4 +59,21 @@ class EpisodeStats:
         self.returns[ended] = 0.0
         self.lengths[ended] = 0
         self.prev_done = np.asarray(done, dtype=bool).copy()
+        return out
+
+    def _step_subset(self, reward, terminated, truncated, info, ids):
+        valid = ~self.prev_done[ids]
+        raw = np.asarray(info.get("reward", reward), dtype=np.float64)
+        self.returns[ids] += np.where(valid, raw, 0.0)
+        self.lengths[ids] += valid
+        done = np.logical_or(terminated, truncated)
+        if "terminated" in info and "lives" in info:
+            ended = np.logical_or(np.asarray(info["terminated"], dtype=bool), truncated)
+        else:
+            ended = done
+        ended_ids = ids[np.logical_and(ended, valid)]
+        out = self.returns[ended_ids].copy(), self.lengths[ended_ids].copy()
+        self.returns[ended_ids] = 0.0
+        self.lengths[ended_ids] = 0
+        self.prev_done[ids] = np.asarray(done, dtype=bool)
         return out

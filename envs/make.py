@@ -83,15 +83,23 @@ def make_envs(
     num_envs: int,
     seed: int,
     num_threads: int = 0,
+    batch_size: Optional[int] = None,
     **kwargs: Any,
 ) -> Tuple[Any, EnvInfo]:
-    """Build ``num_envs`` EnvPool envs (sync mode, Gymnasium API).
+    """Build ``num_envs`` EnvPool envs (Gymnasium API); sync mode by default.
+
+    ``batch_size`` (``1 <= batch_size <= num_envs``) is EnvPool's async batch:
+    use ``async_reset()`` / ``recv()`` / ``send(action, env_id)``; ``recv``
+    returns the first ``batch_size`` envs that finished, ``info["env_id"]``
+    says which (see :mod:`envs.async_collector`).
 
     ``num_threads <= 0`` uses one EnvPool worker thread per core (capped at
     ``num_envs``).  ``kwargs`` go to ``envpool.make`` and override the
     family defaults (e.g. ``episodic_life=False``)."""
     if num_envs < 1:
         raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
+    if batch_size is not None and not 1 <= batch_size <= num_envs:
+        raise ConfigError(f"EnvPool batch_size must be in [1, num_envs={num_envs}], got {batch_size}")
     family = env_family(env_id)
     threads = num_threads if num_threads > 0 else min(num_cores(), num_envs)
     opts = dict(ATARI_KWARGS) if family == "atari" else {}
@@ -99,7 +107,7 @@ def make_envs(
     with warnings.catch_warnings():  # gymnasium: "Box low's precision lowered" for float64 MuJoCo spaces
         warnings.simplefilter("ignore", UserWarning)
         envs = envpool.make(
-            env_id, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs,
+            env_id, env_type="gymnasium", num_envs=num_envs, batch_size=batch_size or num_envs,
             num_threads=threads, seed=seed, **opts,
         )
     with warnings.catch_warnings():

@@ -67,7 +67,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     ``config=None`` takes :func:`choose_config`'s block shape for the problem; ``tensors[:3]`` is
     the first input's ``(tensor, stride_t, stride_n)``, which says whether time is contiguous.
 
-    Every fused kernel takes ``(*tensors, ws_ptr, flags_ptr, T, N, *coefficients)`` followed by its
+    Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``. With look-back, ``flags`` holds
     the ticket counter and one zeroed flag per tile, and ``ws`` three ``[num_chunks, N]`` planes.
     """

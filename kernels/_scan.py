@@ -118,36 +118,23 @@ def tile_schedule(counter_ptr, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexp
 
 
 @triton.jit
-def _publish(ws_ptr, flag_ptr, slot, values, chunk, num_chunks, n, n_ok, N, state):
+def _publish(ws, flag, slot, values, chunk, num_chunks, n, n_ok, N, state):
     """Write one per-environment vector of this tile to ``ws[slot, chunk]`` and raise its flag to ``state``."""
     row = (wide(slot) * num_chunks + chunk) * N
-    tl.store(ws_ptr + row + n, values, mask=n_ok)
+    tl.store(ws + row + n, values, mask=n_ok)
     tl.debug_barrier()
-    tl.atomic_xchg(flag_ptr, state, sem="release")
+    tl.atomic_xchg(flag, state, sem="release")
 
 
 @triton.jit
-def _read(ws_ptr, slot, chunk, num_chunks, n, n_ok, N):
+def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
     row = (wide(slot) * num_chunks + chunk) * N
-    return tl.load(ws_ptr + row + n, mask=n_ok, other=0.0, cache_modifier=".cg")
+    return tl.load(ws + row + n, mask=n_ok, other=0.0, cache_modifier=".cg")
 
 
 @triton.jit
 def carry_in(
-    A,
-    B,
-    carry,
-    chunk,
-    num_chunks,
-    block,
-    n,
-    n_ok,
-    N,
-    ws_ptr,
-    flags_ptr,
-    BLOCK_T: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    REVERSE: tl.constexpr,
+    A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr
 ):
     """The value carried into this tile, found by decoupled look-back over the earlier tiles.
 
@@ -155,32 +142,36 @@ def carry_in(
     first publishes its aggregate map (flag 1), then walks back over its predecessors in walking
     order, composing their aggregates until it meets one whose carried-out value is known (flag 2),
     and finally publishes its own carried-out value (flag 2). The first tile only does the last step.
-    ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha, aggregate beta, carried-out value.
+    ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha, aggregate beta, carried-out value;
+    ``flags`` the ticket counter, then one flag per tile.
     """
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    n_blocks = tl.cdiv(N, BLOCK_N)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < N
     agg_a = edge_row(A, BLOCK_T, REVERSE)
     agg_b = edge_row(B, BLOCK_T, REVERSE)
-    n_blocks = tl.cdiv(N, BLOCK_N)
-    my_flag = flags_ptr + 1 + wide(chunk) * n_blocks + block
+    my_flag = flags + 1 + wide(chunk) * n_blocks + block
     if chunk > 0:
-        _publish(ws_ptr, my_flag, 0, agg_a, chunk, num_chunks, n, n_ok, N, 1)
-        _publish(ws_ptr, my_flag, 1, agg_b, chunk, num_chunks, n, n_ok, N, 1)
+        _publish(ws, my_flag, 0, agg_a, chunk, num_chunks, n, n_ok, N, 1)
+        _publish(ws, my_flag, 1, agg_b, chunk, num_chunks, n, n_ok, N, 1)
         acc_a = tl.zeros_like(agg_a)
         acc_b = acc_a + 1.0
         j = chunk - 1
         searching = True
         while searching:
-            flag_ptr = flags_ptr + 1 + wide(j) * n_blocks + block
-            state = tl.atomic_add(flag_ptr, 0, sem="acquire")
+            flag = flags + 1 + wide(j) * n_blocks + block
+            state = tl.atomic_add(flag, 0, sem="acquire")
             while state == 0:
-                state = tl.atomic_add(flag_ptr, 0, sem="acquire")
+                state = tl.atomic_add(flag, 0, sem="acquire")
             if state == 2:
-                carry = acc_a + acc_b * _read(ws_ptr, 2, j, num_chunks, n, n_ok, N)
+                carry = acc_a + acc_b * _read(ws, 2, j, num_chunks, n, n_ok, N)
                 searching = False
             else:
-                acc_a = acc_a + acc_b * _read(ws_ptr, 0, j, num_chunks, n, n_ok, N)
-                acc_b = acc_b * _read(ws_ptr, 1, j, num_chunks, n, n_ok, N)
+                acc_a = acc_a + acc_b * _read(ws, 0, j, num_chunks, n, n_ok, N)
+                acc_b = acc_b * _read(ws, 1, j, num_chunks, n, n_ok, N)
                 j -= 1
-    _publish(ws_ptr, my_flag, 2, agg_a + agg_b * carry, chunk, num_chunks, n, n_ok, N, 2)
+    _publish(ws, my_flag, 2, agg_a + agg_b * carry, chunk, num_chunks, n, n_ok, N, 2)
     return carry
 
 
@@ -190,13 +181,11 @@ def scan_chunk(
     beta,
     carry,
     chunk,
-    num_chunks,
     block,
-    n,
-    n_ok,
+    T,
     N,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     REVERSE: tl.constexpr,
@@ -209,9 +198,7 @@ def scan_chunk(
     """
     A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
     if LOOKBACK:
-        carry = carry_in(
-            A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, REVERSE
-        )
+        carry = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE)
     y = A + B * carry[None, :]
     return y, edge_row(y, BLOCK_T, REVERSE)
 
@@ -222,13 +209,11 @@ def scan_chunk_with_next(
     beta,
     carry,
     chunk,
-    num_chunks,
     block,
-    n,
-    n_ok,
+    T,
     N,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
@@ -237,6 +222,6 @@ def scan_chunk_with_next(
     zero = tl.zeros_like(alpha)
     A, B, E, F = tl.associative_scan((alpha, beta, zero, zero + 1.0), 0, affine_then_with_previous, reverse=True)
     if LOOKBACK:
-        carry = carry_in(A, B, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, True)
+        carry = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True)
     y = A + B * carry[None, :]
     return y, E + F * carry[None, :], edge_row(y, BLOCK_T, True)

@@ -41,8 +41,8 @@ def _discounted_returns_kernel(
     out_ptr,
     s_out_t,
     s_out_n,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     T,
     N,
     gamma_hi,
@@ -56,7 +56,7 @@ def _discounted_returns_kernel(
     LOOKBACK: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
-    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if HAS_BOOT:
@@ -79,23 +79,7 @@ def _discounted_returns_kernel(
             alpha = alpha + tl.where(truncated & ~terminated, gamma * v_after, 0.0)
         alpha = tl.where(mask, alpha, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
-        g, carry = _scan.scan_chunk(
-            alpha,
-            beta,
-            carry,
-            chunk,
-            num_chunks,
-            block,
-            n,
-            n_ok,
-            N,
-            ws_ptr,
-            flags_ptr,
-            BLOCK_T,
-            BLOCK_N,
-            True,
-            LOOKBACK,
-        )
+        g, carry = _scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK)
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

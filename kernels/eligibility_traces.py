@@ -33,8 +33,8 @@ def _eligibility_traces_kernel(
     out_ptr,
     s_out_t,
     s_out_n,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     T,
     N,
     gamma_hi,
@@ -48,7 +48,7 @@ def _eligibility_traces_kernel(
     LOOKBACK: tl.constexpr,
 ):
     decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
-    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if HAS_INIT:
@@ -61,9 +61,7 @@ def _eligibility_traces_kernel(
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask, tl.where(done_before, 0.0, decay), 1.0)
-        z, carry = _scan.scan_chunk(
-            x, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, False, LOOKBACK
-        )
+        z, carry = _scan.scan_chunk(x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK)
         _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 
 

@@ -49,8 +49,8 @@ def _gae_kernel(
     ret_ptr,
     s_ret_t,
     s_ret_n,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     T,
     N,
     gamma_hi,
@@ -66,7 +66,7 @@ def _gae_kernel(
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if not HAS_NEXT:
@@ -90,21 +90,7 @@ def _gae_kernel(
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
         adv, carry = _scan.scan_chunk(
-            alpha,
-            beta,
-            carry,
-            chunk,
-            num_chunks,
-            block,
-            n,
-            n_ok,
-            N,
-            ws_ptr,
-            flags_ptr,
-            BLOCK_T,
-            BLOCK_N,
-            True,
-            LOOKBACK,
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK
         )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)

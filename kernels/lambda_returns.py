@@ -39,8 +39,8 @@ def _lambda_returns_kernel(
     out_ptr,
     s_out_t,
     s_out_n,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     T,
     N,
     gamma_hi,
@@ -55,7 +55,7 @@ def _lambda_returns_kernel(
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
@@ -71,23 +71,7 @@ def _lambda_returns_kernel(
         trace = tl.where(done, 0.0, gamma * lam)
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
         beta = tl.where(mask, trace, 1.0)
-        g, carry = _scan.scan_chunk(
-            alpha,
-            beta,
-            carry,
-            chunk,
-            num_chunks,
-            block,
-            n,
-            n_ok,
-            N,
-            ws_ptr,
-            flags_ptr,
-            BLOCK_T,
-            BLOCK_N,
-            True,
-            LOOKBACK,
-        )
+        g, carry = _scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK)
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

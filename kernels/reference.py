@@ -365,12 +365,7 @@ def discounted_returns(
 # Eligibility traces (forward)
 # --------------------------------------------------------------------------- #
 def eligibility_traces(
-    inputs: Tensor,
-    dones: Tensor,
-    *,
-    gamma: float = 0.99,
-    lam: float = 0.95,
-    initial: Optional[Tensor] = None,
+    inputs: Tensor, dones: Tensor, *, gamma: float = 0.99, lam: float = 0.95, initial: Optional[Tensor] = None
 ) -> Tensor:
     r"""Accumulating eligibility traces (Sutton & Barto 2018, ch. 12.2, eq. 12.5
     ``z_t = gamma lambda z_{t-1} + grad v``), with ``inputs`` in the role of the
@@ -400,11 +395,7 @@ def eligibility_traces(
 # Episodic prefix sum (forward)
 # --------------------------------------------------------------------------- #
 def episodic_prefix_sum(
-    inputs: Tensor,
-    dones: Tensor,
-    *,
-    initial: Optional[Tensor] = None,
-    boundary: str = "ends_at",
+    inputs: Tensor, dones: Tensor, *, initial: Optional[Tensor] = None, boundary: str = "ends_at"
 ) -> Tensor:
     r"""Cumulative sum that restarts at episode boundaries (e.g. running episode
     return / length).
@@ -441,13 +432,7 @@ def episodic_prefix_sum(
 # --------------------------------------------------------------------------- #
 # Generic first-order linear recurrence
 # --------------------------------------------------------------------------- #
-def linear_scan(
-    alpha: Tensor,
-    beta: Tensor,
-    *,
-    reverse: bool = False,
-    initial: Optional[Tensor] = None,
-) -> Tensor:
+def linear_scan(alpha: Tensor, beta: Tensor, *, reverse: bool = False, initial: Optional[Tensor] = None) -> Tensor:
     r"""First-order linear recurrence.
 
     * forward: ``y_t = alpha_t + beta_t y_{t-1}``, ``y_{-1} = initial`` (0).

@@ -48,8 +48,8 @@ def _retrace_kernel(
     out_ptr,
     s_out_t,
     s_out_n,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     T,
     N,
     gamma_hi,
@@ -67,7 +67,7 @@ def _retrace_kernel(
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
-    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     carry = tl.zeros([BLOCK_N], ACC)
@@ -86,23 +86,7 @@ def _retrace_kernel(
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
-        d, carry = _scan.scan_chunk(
-            alpha,
-            beta,
-            carry,
-            chunk,
-            num_chunks,
-            block,
-            n,
-            n_ok,
-            N,
-            ws_ptr,
-            flags_ptr,
-            BLOCK_T,
-            BLOCK_N,
-            True,
-            LOOKBACK,
-        )
+        d, carry = _scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK)
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 

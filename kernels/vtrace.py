@@ -54,8 +54,8 @@ def _vtrace_kernel(
     pg_ptr,
     s_pg_t,
     s_pg_n,
-    ws_ptr,
-    flags_ptr,
+    ws,
+    flags,
     T,
     N,
     gamma_hi,
@@ -80,7 +80,7 @@ def _vtrace_kernel(
     rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
     pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
-    block, first, end, num_chunks = _scan.tile_schedule(flags_ptr, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if not HAS_NEXT:
@@ -107,7 +107,7 @@ def _vtrace_kernel(
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
         x, x_next, carry = _scan.scan_chunk_with_next(
-            alpha, beta, carry, chunk, num_chunks, block, n, n_ok, N, ws_ptr, flags_ptr, BLOCK_T, BLOCK_N, LOOKBACK
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK
         )
         q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
         pg_adv = tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)
@@ -135,7 +135,8 @@ def vtrace(
     """Value targets and policy-gradient advantages ``(vs, pg_adv)``; see the module docstring.
 
     ``log_rhos`` are ``log pi(a_t|s_t) - log mu(a_t|s_t)`` (target over behaviour policy).
-    ``rho_bar``, ``c_bar`` and ``pg_rho_bar`` are clipping thresholds (finite, >= 0; a large value such as ``1e6`` disables one).
+    ``rho_bar``, ``c_bar`` and ``pg_rho_bar`` are clipping thresholds (finite, >= 0; a large value
+    such as ``1e6`` disables one).
     """
     gamma = check_scalar("gamma", gamma)
     lam = check_scalar("lam", lam)

@@ -1,0 +1,248 @@
+"""Actor threads, a bounded trajectory queue and parameter broadcast (IMPALA, one process).
+
+* :class:`ParamServer` -- the learner publishes a snapshot of its parameters
+  (every K updates) tagged with its update count (the *version*); actors pull
+  it into their own policy copy when the version changed (one int read per
+  step, a lock only when copying).
+* :class:`Actor` -- a thread that steps an EnvPool env asynchronously
+  (``async_reset`` / ``recv`` / ``send``), runs batched inference with its
+  own policy copy under ``torch.inference_mode``, assembles per-env chains
+  with :class:`envs.async_collector.TrajectoryAssembler` and puts finished
+  :class:`~envs.async_collector.Trajectory` batches on the queue.  Phase
+  timings (``actor/env``, ``actor/inference``, ...) and episode statistics
+  travel with each batch.
+* :class:`ActorPool` -- starts the actors, hands batches to the learner
+  (:meth:`ActorPool.get`, timing its wait), re-raises an actor's exception in
+  the learner thread as :class:`ActorError` (with the actor's traceback) and
+  shuts everything down without hanging (:meth:`ActorPool.close`).
+
+Policy lag: every row carries the version of the parameters that chose its
+action; the learner's lag for a batch is ``updates_done - version``.  With
+the queue bounded at ``Q`` items and a refresh every ``K`` updates the lag
+is at most about ``Q + num_actors + K`` (items in the queue, one blocked put
+per actor, the batch being learned).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue as queue_mod
+import threading
+import time
+import traceback
+from collections import defaultdict
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from envs.async_collector import Trajectory, TrajectoryAssembler
+from envs.episode_stats import EpisodeStats
+from rltrain.rollout import HostToDevice
+from rltrain.timers import PhaseTimer
+
+__all__ = ["ActorError", "ParamServer", "Actor", "ActorPool"]
+
+
+class ActorError(RuntimeError):
+    """An actor thread failed; the message holds its traceback."""
+
+
+class ParamServer:
+    """Versioned parameter snapshot shared by the learner and the actors."""
+
+    def __init__(self, model: nn.Module, version: int = 0):
+        self._lock = threading.Lock()
+        self._snap = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.version = version
+
+    def publish(self, model: nn.Module, version: int) -> None:
+        with self._lock, torch.no_grad():
+            for k, v in model.state_dict().items():
+                self._snap[k].copy_(v.detach(), non_blocking=True)
+            _sync_stream(self._snap)  # the snapshot is complete before an actor (other stream) reads it
+            self.version = version
+
+    def pull(self, model: nn.Module, have: int) -> int:
+        """Copy the snapshot into ``model`` if it is newer than version ``have``; returns the version held."""
+        if self.version == have:
+            return have
+        with self._lock, torch.no_grad():
+            for k, v in model.state_dict().items():
+                v.copy_(self._snap[k], non_blocking=True)
+            _sync_stream(self._snap)  # done reading before the learner may overwrite the snapshot
+            return self.version
+
+
+def _sync_stream(tensors: Dict[str, torch.Tensor]) -> None:
+    t = next(iter(tensors.values()), None)
+    if t is not None and t.is_cuda:
+        torch.cuda.current_stream(t.device).synchronize()
+
+
+class Actor(threading.Thread):
+    """One actor thread; see the module docstring.
+
+    ``envs`` is anything with EnvPool's async API: ``async_reset()``,
+    ``recv() -> (obs, reward, terminated, truncated, info)`` with
+    ``info["env_id"]``, ``send(action, env_id)``.  ``clip_action`` maps the
+    sampled action to what the env gets (e.g. clipping to the bounds)."""
+
+    def __init__(self, actor_id: int, envs: Any, policy: nn.Module, params: ParamServer,
+                 out: "queue_mod.Queue[Trajectory]", stop: threading.Event, *, num_envs: int,
+                 num_steps: int, obs_shape, obs_dtype: torch.dtype, action_shape, action_dtype: torch.dtype,
+                 device: torch.device, clip_action: Optional[Callable[[torch.Tensor], torch.Tensor]] = None):
+        super().__init__(name=f"actor-{actor_id}", daemon=True)
+        self.actor_id, self.envs, self.policy, self.params = actor_id, envs, policy, params
+        self.out, self.stop, self.device = out, stop, torch.device(device)
+        self.clip_action = clip_action
+        self.assembler = TrajectoryAssembler(num_envs, num_steps, obs_shape, obs_dtype, action_shape,
+                                             action_dtype, device)
+        self.obs_h2d: Dict[int, HostToDevice] = {}  # one pinned stage per recv batch size
+        self.obs_shape, self.obs_dtype = tuple(obs_shape), obs_dtype
+        self.ep_stats = EpisodeStats(num_envs)
+        self.timer = PhaseTimer(device)
+        self.error: Optional[BaseException] = None
+        self.error_text = ""
+        self.version = -1
+        self.steps = 0
+        self.queue_wait_s = 0.0
+
+    def run(self) -> None:
+        try:
+            # on CUDA the actor has its own stream, so its inference does not queue behind the learner
+            stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+            with torch.no_grad(), (torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()):
+                self._loop()
+        except BaseException as e:  # noqa: BLE001 -- every failure must reach the learner
+            self.error, self.error_text = e, traceback.format_exc()
+            self.stop.set()
+
+    def _put(self, item: Trajectory) -> bool:
+        t0 = time.perf_counter()
+        try:
+            while not self.stop.is_set():
+                try:
+                    self.out.put(item, timeout=0.05)
+                    return True
+                except queue_mod.Full:
+                    continue
+            return False
+        finally:
+            self.queue_wait_s += time.perf_counter() - t0
+
+    def _stage(self, obs_np: np.ndarray) -> torch.Tensor:
+        b = obs_np.shape[0]
+        if b not in self.obs_h2d:
+            self.obs_h2d[b] = HostToDevice((b, *self.obs_shape), self.obs_dtype, self.device)
+        return self.obs_h2d[b](obs_np)
+
+    def _loop(self) -> None:
+        envs, timer, asm = self.envs, self.timer, self.assembler
+        returns: List[float] = []
+        lengths: List[int] = []
+        t_last = time.perf_counter()
+        steps_last = 0
+        with timer.phase("actor/env"):
+            envs.async_reset()
+        while not self.stop.is_set():
+            with timer.phase("actor/env"):
+                obs_np, rew_np, term_np, trunc_np, info = envs.recv()
+                ids = np.asarray(info["env_id"], dtype=np.int64)
+                ended_ret, ended_len = self.ep_stats.step(rew_np, term_np, trunc_np, info, env_ids=ids)
+                returns.extend(ended_ret.tolist())
+                lengths.extend(ended_len.tolist())
+            with timer.phase("actor/assemble"):
+                obs = self._stage(obs_np)
+                rtt = torch.from_numpy(np.stack([rew_np, term_np, trunc_np]).astype(np.float32)).to(
+                    self.device, non_blocking=True)
+                done_batches = asm.observe(ids, obs, rtt[0], rtt[1] > 0, rtt[2] > 0)
+            for item in done_batches:
+                item.episode_returns, item.episode_lengths = returns, lengths
+                returns, lengths = [], []
+                item.actor_secs = timer.read()
+                now = time.perf_counter()
+                item.actor_steps = self.steps - steps_last
+                item.actor_secs["actor/wall"] = now - t_last
+                item.actor_secs["actor/queue_wait"] = self.queue_wait_s
+                item.actor_id = self.actor_id
+                self.queue_wait_s, steps_last = 0.0, self.steps
+                if self.device.type == "cuda":  # the batch is written before another stream reads it
+                    torch.cuda.current_stream(self.device).synchronize()
+                if not self._put(item):
+                    return
+                t_last = now
+            with timer.phase("actor/inference"):
+                self.version = self.params.pull(self.policy, self.version)
+                with torch.inference_mode():
+                    x = obs
+                    dist = self.policy.policy_head(self.policy.torso(x))
+                    action = dist.sample()
+                    logprob = dist.log_prob(action)
+                asm.act(ids, action, logprob, self.version)
+                env_action = self.clip_action(action) if self.clip_action is not None else action
+                env_action = env_action.cpu().numpy()
+            with timer.phase("actor/env"):
+                envs.send(env_action, ids)
+            self.steps += ids.shape[0]
+
+
+class ActorPool:
+    """Starts the actors and serves their batches to the learner; see the module docstring."""
+
+    def __init__(self, actors: List[Actor], out: "queue_mod.Queue[Trajectory]", stop: threading.Event):
+        self.actors, self.queue, self.stop = actors, out, stop
+        self.started = False
+
+    def start(self) -> None:
+        for a in self.actors:
+            a.start()
+        self.started = True
+
+    def check(self) -> None:
+        """Raise :class:`ActorError` if an actor failed."""
+        for a in self.actors:
+            if a.error is not None:
+                raise ActorError(f"actor {a.actor_id} failed: {a.error!r}\n{a.error_text}") from a.error
+
+    def get(self, poll_s: float = 0.05) -> Trajectory:
+        """The next batch (blocks); raises :class:`ActorError` if an actor failed."""
+        while True:
+            self.check()
+            try:
+                item = self.queue.get(timeout=poll_s)
+                item.record_stream()  # allocated on an actor stream, used on the learner's
+                return item
+            except queue_mod.Empty:
+                if not any(a.is_alive() for a in self.actors):
+                    self.check()
+                    raise ActorError("all actors exited")
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop and join the actors (drains the queue so no put blocks); never hangs."""
+        self.stop.set()
+        deadline = time.monotonic() + timeout_s
+        for a in self.actors:
+            if not a.is_alive():
+                continue
+            while a.is_alive() and time.monotonic() < deadline:
+                self._drain()
+                a.join(timeout=0.05)
+        self._drain()
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                self.queue.get_nowait()
+        except queue_mod.Empty:
+            pass
+
+
+def summarize_actor_secs(items: List[Trajectory]) -> Dict[str, float]:
+    """Sum the actor phase seconds carried by ``items``."""
+    out: Dict[str, float] = defaultdict(float)
+    for it in items:
+        for k, v in it.actor_secs.items():
+            out[k] += v
+    return dict(out)

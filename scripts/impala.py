@@ -1,0 +1,445 @@
+"""IMPALA on EnvPool: actor threads with a stale policy, V-trace / Retrace from the fused kernels.
+
+    python scripts/impala.py                                   # CartPole-v1, solves on a 2-core CPU (~1.5 min)
+    python scripts/impala.py --correction retrace              # Q critic, Retrace targets, ACER-style PG
+    python scripts/impala.py --config configs/impala_atari.yaml --env-id Breakout-v5 --num-envs 4096
+    python scripts/impala.py --resume runs/<run>/checkpoints/latest.pt
+
+Reads top to bottom like ``scripts/ppo.py``: args, env + actors, agent, learner
+loop (get a trajectory batch, credit assignment, update, publish parameters).
+The actor side lives in ``rltrain/actor_learner.py`` (threads, bounded queue,
+parameter broadcast, shutdown) and ``envs/async_collector.py`` (per-env chains
+from EnvPool's out-of-order ``recv``).  See ``docs/impala.md``.
+
+Next-step autoreset: after an episode ends at step t the chain's next
+observation is the final one, so ``V(s_{t+1}) = values[t+1]`` is the
+truncation bootstrap (``truncated=`` goes to the kernels); step t+1 is a dummy
+(action ignored, reward 0) masked out of the loss through ``valid``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
+
+import kernels  # noqa: E402
+from agents import make_agent  # noqa: E402
+from envs import make_envs  # noqa: E402
+from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
+from rltrain.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from rltrain.config import ConfigError, parse_args  # noqa: E402
+from rltrain.logger import Logger  # noqa: E402
+from rltrain.runtime import make_run_dir, select_device, set_torch_threads  # noqa: E402
+from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
+from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
+
+
+@dataclass
+class Args:
+    """IMPALA on EnvPool.  Flags override ``--config`` presets, which override these defaults."""
+
+    # --- experiment ---
+    exp_name: str = "impala"
+    """name of this experiment (part of the run folder name)"""
+    seed: int = 1
+    """seed of the experiment (torch, numpy, python, EnvPool)"""
+    torch_deterministic: bool = True
+    """set torch.backends.cudnn.deterministic"""
+    cuda: bool = True
+    """use CUDA when it is available"""
+    config: Optional[str] = None
+    """YAML preset from configs/ (field: value); CLI flags override it"""
+    runs_dir: str = "runs"
+    """root folder of run folders runs/{env_id}__{exp_name}__{seed}__{timestamp}/"""
+    track: bool = False
+    """log to Weights & Biases (offline when there is no network)"""
+    wandb_project_name: str = "rltrain"
+    """the wandb project"""
+    wandb_entity: Optional[str] = None
+    """the wandb entity (team)"""
+    progress: bool = True
+    """show a progress bar on the console"""
+    save_model: bool = False
+    """save a final checkpoint (model, optimizer, ...) to {run}/checkpoints/final.pt"""
+    checkpoint_every: int = 0
+    """write {run}/checkpoints/latest.pt atomically every K learner updates (0: never)"""
+    resume: Optional[str] = None
+    """checkpoint to resume from; its saved args are the defaults, flags override them"""
+    # --- environment / actors ---
+    env_id: str = "CartPole-v1"
+    """EnvPool task id (CartPole-v1, Breakout-v5, ...)"""
+    num_envs: int = 16
+    """environments in total (split evenly over the actors)"""
+    env_batch_size: int = 0
+    """EnvPool async batch: recv returns this many envs (0: all of an actor's envs)"""
+    num_actors: int = 1
+    """actor threads, each with its own EnvPool and policy copy"""
+    num_threads: int = 0
+    """EnvPool worker threads per actor (0: one per core)"""
+    torch_threads: int = 0
+    """torch intra-op threads (0: 1 on CUDA, half the cores on CPU)"""
+    queue_size: int = 2
+    """bounded trajectory queue between actors and learner (bounds the policy lag)"""
+    param_refresh_every: int = 1
+    """publish the learner's parameters to the actors every K updates"""
+    # --- algorithm ---
+    agent: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
+    """network: auto = nature_cnn for images, mlp otherwise"""
+    total_timesteps: int = 500_000
+    """total environment steps learned from (counting all envs)"""
+    learning_rate: float = 1e-3
+    """Adam learning rate"""
+    anneal_lr: bool = True
+    """linearly anneal the learning rate to 0"""
+    num_steps: int = 16
+    """trajectory length T per env"""
+    gamma: float = 0.99
+    """discount factor"""
+    correction: Literal["vtrace", "retrace"] = "vtrace"
+    """off-policy correction: V-trace (value critic) or Retrace (Q critic, ACER-style policy gradient)"""
+    vtrace_lambda: float = 1.0
+    """lambda of V-trace / Retrace traces"""
+    rho_bar: float = 1.0
+    """V-trace clip of the importance weight in the value target"""
+    c_bar: float = 1.0
+    """clip of the trace coefficients c_t (V-trace and Retrace)"""
+    pg_rho_bar: float = 1.0
+    """clip of the importance weight in the policy gradient (V-trace pg_adv, ACER truncation)"""
+    update_epochs: int = 1
+    """passes over each trajectory batch (V-trace is recomputed with the current critic each pass)"""
+    num_minibatches: int = 1
+    """minibatches of env columns per pass (must divide the learner batch width)"""
+    norm_adv: bool = True
+    """normalise policy-gradient advantages per minibatch"""
+    ent_coef: float = 0.01
+    """entropy bonus coefficient"""
+    vf_coef: float = 0.5
+    """critic loss coefficient"""
+    max_grad_norm: float = 0.5
+    """gradient clipping norm"""
+    ca_backend: Literal["auto", "triton", "compile", "loop"] = "auto"
+    """V-trace / Retrace implementation. triton: the fused kernel API (on CPU it runs its PyTorch path);
+    compile / loop: the benchmark's baselines; auto: triton, or loop on CPU under TRITON_INTERPRET=1"""
+    amdahl_k: float = 10.0
+    """kernel speedup k for the logged Amdahl prediction 1/((1-s)+s/k)"""
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN/inf; training stops, the last checkpoint is kept."""
+
+
+def check_args(args: Args) -> None:
+    """Reject bad input with a user-facing ConfigError."""
+    if args.num_envs < 1 or args.num_actors < 1 or args.num_envs % args.num_actors:
+        raise ConfigError(f"--num-envs ({args.num_envs}) must be a positive multiple of --num-actors ({args.num_actors})")
+    width = args.num_envs // args.num_actors
+    if not 0 <= args.env_batch_size <= width:
+        raise ConfigError(f"--env-batch-size must be in [0, num_envs / num_actors = {width}], got {args.env_batch_size}")
+    if args.num_steps < 1 or args.update_epochs < 1 or args.num_minibatches < 1:
+        raise ConfigError("--num-steps, --update-epochs and --num-minibatches must be >= 1")
+    if width % args.num_minibatches:
+        raise ConfigError(f"--num-minibatches {args.num_minibatches} does not divide the learner batch width "
+                          f"num_envs / num_actors = {width}")
+    if args.queue_size < 1 or args.param_refresh_every < 1:
+        raise ConfigError("--queue-size and --param-refresh-every must be >= 1")
+    if args.total_timesteps < args.num_steps * width:
+        raise ConfigError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({args.num_steps * width})")
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
+    return (x * mask).sum() / denom
+
+
+def main(args: Args) -> dict:
+    check_args(args)
+    width = args.num_envs // args.num_actors  # env columns per learner batch (one actor's envs)
+    T = args.num_steps
+    batch_size = T * width
+    num_updates = args.total_timesteps // batch_size
+    minibatch_width = width // args.num_minibatches
+    device = select_device(args.cuda)
+    set_torch_threads(args.torch_threads, device)
+    seed_everything(args.seed, args.torch_deterministic)
+    ca_name = args.ca_backend
+    if ca_name == "auto":  # the fused API (PyTorch path on CPU) unless Triton would be interpreted
+        ca_name = "loop" if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1" else "triton"
+    backend = kernels.get_backend(ca_name)
+
+    # ---------------------------------------------------------------- env (one async EnvPool per actor)
+    env_list = []
+    for i in range(args.num_actors):
+        envs, info = make_envs(args.env_id, width, args.seed + 10_000 * i, args.num_threads,
+                               batch_size=args.env_batch_size or width)
+        env_list.append(envs)
+    if args.correction == "retrace" and not info.discrete:
+        raise ConfigError("--correction retrace needs a discrete action space (Q head); use vtrace")
+    obs_dtype = torch.uint8 if info.obs_dtype == np.uint8 else torch.float32
+    act_dtype = torch.long if info.discrete else torch.float32
+    clip_action = None
+    if not info.discrete:
+        act_low = torch.as_tensor(info.action_low, device=device)
+        act_high = torch.as_tensor(info.action_high, device=device)
+        clip_action = lambda a: torch.maximum(torch.minimum(a, act_high), act_low)  # noqa: E731
+
+    # ---------------------------------------------------------------- agent (learner) + optimizer
+    agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions,
+                       q_head=args.correction == "retrace").to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda it: max(1.0 - it / num_updates, 0.0) if args.anneal_lr else 1.0)
+
+    # ---------------------------------------------------------------- resume / run folder
+    start_update, global_step = 0, 0
+    recent_returns: deque = deque(maxlen=100)
+    ckpt = load_checkpoint(args.resume, map_location=device) if args.resume else None
+    if ckpt is not None:
+        agent.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        scheduler.base_lrs = [args.learning_rate for _ in scheduler.base_lrs]  # flags win
+        for group in optimizer.param_groups:
+            group["initial_lr"] = args.learning_rate
+        set_rng_state(ckpt["rng"])
+        start_update, global_step = ckpt["iteration"], ckpt["global_step"]
+        recent_returns.extend(ckpt.get("recent_returns", []))
+        run_dir = Path(ckpt["run_dir"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        run_dir = make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
+    logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=num_updates,
+                    start_iteration=start_update, track=args.track, wandb_project=args.wandb_project_name,
+                    wandb_entity=args.wandb_entity, console=args.progress)
+    logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {ca_name} | "
+                 f"{args.num_actors} actor(s) x {width} envs (recv batch {args.env_batch_size or width}), "
+                 f"T={T}, {num_updates} updates" + (f" | resumed at update {start_update}" if ckpt else ""))
+
+    def checkpoint(path: Path, update: int) -> None:
+        save_checkpoint({
+            "model": agent.state_dict(), "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(), "rng": get_rng_state(),
+            "iteration": update, "global_step": global_step, "args": dataclasses.asdict(args),
+            "recent_returns": list(recent_returns), "run_dir": str(run_dir),
+        }, path)
+
+    # ---------------------------------------------------------------- actors: own policy copy, bounded queue
+    params = ParamServer(agent, version=start_update)
+    traj_queue: queue.Queue = queue.Queue(maxsize=args.queue_size)
+    stop = threading.Event()
+    actors = []
+    for i, envs in enumerate(env_list):
+        policy = copy.deepcopy(agent).requires_grad_(False)
+        actors.append(Actor(i, envs, policy, params, traj_queue, stop, num_envs=width, num_steps=T,
+                            obs_shape=info.obs_shape, obs_dtype=obs_dtype, action_shape=info.action_shape,
+                            action_dtype=act_dtype, device=device, clip_action=clip_action))
+    pool = ActorPool(actors, traj_queue, stop)
+    timer, table = PhaseTimer(device), PhaseTable()
+    start_time, start_step = time.perf_counter(), global_step
+    update, in_update, interrupted = start_update, False, False
+
+    def loss_and_stats(mb, ret_stats: bool):
+        """V-trace or Retrace loss on a minibatch of env columns (time-major [T(+1), M])."""
+        Tm, M = mb.actions.shape[:2]
+        with timer.phase("learner/forward"):
+            dist, critic = agent.dist_and_critic(mb.obs.flatten(0, 1))  # T+1 rows: s_T bootstraps
+            actions = torch.cat([mb.actions, mb.actions[-1:]]).flatten(0, 1)
+            logp = dist.log_prob(actions).view(Tm + 1, M)[:Tm]
+            entropy = dist.entropy().view(Tm + 1, M)[:Tm]
+            valid = mb.valid.float()
+            denom = valid.sum().clamp_min(1.0)
+            log_rhos = torch.where(mb.valid, logp.detach() - mb.logprobs, 0.0)
+            if args.correction == "vtrace":
+                values = critic.view(Tm + 1, M)
+            else:
+                q = critic.view(Tm + 1, M, -1)
+                probs = dist.probs.view(Tm + 1, M, -1)
+                q_taken = q[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
+                with torch.no_grad():
+                    expected_next_q = (probs[1:] * q[1:]).sum(-1)   # E_pi Q(s_{t+1}, .)
+                    state_value = (probs[:Tm] * q[:Tm]).sum(-1)     # V(s_t) = E_pi Q(s_t, .)
+        with timer.phase("learner/ca"), torch.no_grad():
+            if args.correction == "vtrace":
+                vs, pg_adv = backend.vtrace(
+                    mb.rewards, values[:Tm].detach(), log_rhos, mb.terminated, values[Tm].detach(),
+                    truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda,
+                    rho_bar=args.rho_bar, c_bar=args.c_bar, pg_rho_bar=args.pg_rho_bar)
+                target, adv = vs.float(), pg_adv.float()
+            else:
+                q_ret = backend.retrace(
+                    mb.rewards, q_taken.detach(), expected_next_q, log_rhos, mb.terminated,
+                    truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda, c_bar=args.c_bar).float()
+                # ACER: truncated importance weight times (Q_ret - V) on the behaviour action
+                adv = log_rhos.exp().clamp(max=args.pg_rho_bar) * (q_ret - state_value)
+                target = q_ret
+        with timer.phase("learner/forward"):
+            pred = values[:Tm] if args.correction == "vtrace" else q_taken
+            if args.norm_adv:
+                mean = masked_mean(adv, valid, denom)
+                adv = (adv - mean) / (masked_mean((adv - mean).square(), valid, denom).sqrt() + 1e-8)
+            pg_loss = -masked_mean(adv * logp, valid, denom)
+            v_loss = 0.5 * masked_mean((pred - target).square(), valid, denom)
+            ent = masked_mean(entropy, valid, denom)
+            loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * ent
+            stats = None
+            if ret_stats:
+                with torch.no_grad():
+                    ratio = log_rhos.exp()
+                    m = mb.valid
+                    y, v = target[m], pred.detach()[m]
+                    ev = 1 - (y - v).var() / y.var() if y.numel() > 1 else torch.tensor(float("nan"))
+                    stats = torch.stack([loss, pg_loss, v_loss, ent, masked_mean(-log_rhos, valid, denom),
+                                         masked_mean((ratio - 1) - log_rhos, valid, denom),
+                                         masked_mean((ratio > args.rho_bar).float(), valid, denom),
+                                         masked_mean(ratio, valid, denom), ev.to(loss.device)])
+        return loss, stats
+
+    try:
+        pool.start()
+        for update in range(start_update + 1, num_updates + 1):
+            t_iter = time.perf_counter()
+            # -------------------------------------------------------- get a trajectory batch (queue wait)
+            t0 = time.perf_counter()
+            traj = pool.get()
+            learner_wait = time.perf_counter() - t0
+            global_step += batch_size
+            with torch.no_grad():
+                valid_versions = traj.versions[traj.valid]
+                lag = (update - 1) - valid_versions  # learner updates between acting and learning
+                lag_stats = torch.stack([lag.float().mean(), lag.max().float()]) if lag.numel() else None
+
+            # -------------------------------------------------------- update(s) on the batch
+            in_update = True
+            mb_stats = []
+            for epoch in range(args.update_epochs):
+                perm = (torch.randperm(width, device=device) if args.num_minibatches > 1
+                        else torch.arange(width, device=device))
+                for cols in perm.view(args.num_minibatches, minibatch_width):
+                    mb = traj.columns(cols) if args.num_minibatches > 1 else traj
+                    loss, stats = loss_and_stats(mb, ret_stats=epoch == 0)
+                    if stats is not None:
+                        mb_stats.append(stats)
+                    with timer.phase("learner/backward"):
+                        optimizer.zero_grad(set_to_none=True)
+                        loss.backward()
+                    with timer.phase("learner/optim"):
+                        nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                        optimizer.step()
+            with timer.phase("learner/optim"):
+                scheduler.step()
+                if update % args.param_refresh_every == 0:
+                    params.publish(agent, update)
+            in_update = False
+
+            # -------------------------------------------------------- once-per-update readout
+            secs = timer.read()
+            wall = time.perf_counter() - t_iter
+            stats = torch.stack(mb_stats)
+            loss_mean, pg, vl, ent, old_kl, kl, cf, mean_rho, ev = stats.nanmean(0).tolist()
+            if not np.isfinite([loss_mean, pg, vl]).all():
+                raise NonFiniteLossError(
+                    f"non-finite loss (NaN/inf) at update {update} (global step {global_step}); "
+                    f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
+            recent_returns.extend(traj.episode_returns)
+            a_secs = summarize_actor_secs([traj])
+            a_wall, a_wait = a_secs.pop("actor/wall", 0.0), a_secs.pop("actor/queue_wait", 0.0)
+            learn_s = wall - learner_wait
+            groups = group_totals(secs)
+            ca = secs.get("learner/ca", 0.0)
+            upd = sum(v for k, v in secs.items() if k != "learner/ca")
+            elapsed = time.perf_counter() - start_time
+            metrics = {
+                "charts/learning_rate": optimizer.param_groups[0]["lr"],
+                "charts/SPS": (global_step - start_step) / elapsed,
+                "charts/actor_SPS": traj.actor_steps / max(a_wall - a_wait, 1e-9),
+                "charts/learner_SPS": batch_size / max(learn_s, 1e-9),
+                "losses/loss": loss_mean, "losses/policy_loss": pg, "losses/value_loss": vl,
+                "losses/entropy": ent, "losses/old_approx_kl": old_kl, "losses/approx_kl": kl,
+                "losses/clipfrac": cf, "losses/mean_rho": mean_rho, "losses/explained_variance": ev,
+                "perf/iteration_s": wall, "perf/iteration_sps": batch_size / wall,
+                "perf/learner_queue_wait_s": learner_wait, "perf/actor_queue_wait_s": a_wait,
+                "perf/ca_share_update": ca / (ca + upd) if ca + upd > 0 else 0.0,
+                "perf/ca_share_iteration": ca / wall,
+                "perf/amdahl_speedup": amdahl_speedup(ca / wall, args.amdahl_k),
+                "perf/amdahl_k": args.amdahl_k,
+                **{f"perf/{k}_s": s for k, s in {**groups, **secs}.items()},
+                **{f"perf/{k}_s": s for k, s in a_secs.items()},
+            }
+            if lag_stats is not None:
+                lag_mean, lag_max = lag_stats.tolist()
+                metrics["policy_lag/mean"], metrics["policy_lag/max"] = lag_mean, lag_max
+            if traj.episode_returns:
+                metrics["charts/episodic_return"] = float(np.mean(traj.episode_returns))
+                metrics["charts/episodic_length"] = float(np.mean(traj.episode_lengths))
+            if recent_returns:
+                metrics["charts/avg_episodic_return"] = float(np.mean(recent_returns))
+            logger.log({"charts/iteration": update, **metrics}, global_step)
+            logger.progress(sps=metrics["charts/SPS"], ret=metrics.get("charts/avg_episodic_return"))
+            table.add({**secs, "learner/queue_wait": learner_wait}, wall)
+
+            if args.checkpoint_every and update % args.checkpoint_every == 0:
+                checkpoint(run_dir / "checkpoints" / "latest.pt", update)
+    except KeyboardInterrupt:
+        interrupted = True
+        logger.write(f"interrupted at update {update}; stopping the actors")
+        if args.checkpoint_every and not in_update:  # a consistent state: keep it for --resume
+            checkpoint(run_dir / "checkpoints" / "latest.pt", update - 1)
+    finally:
+        pool.close()
+        for envs in env_list:
+            envs.close() if hasattr(envs, "close") else None
+        if sys.exc_info()[0] is not None:
+            logger.close()
+
+    if args.save_model and not interrupted:
+        checkpoint(run_dir / "checkpoints" / "final.pt", num_updates)
+    avg_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
+    logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend {ca_name}):\n{table.format()}")
+    logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
+                 f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
+    logger.close()
+    return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
+            "iterations": table.iterations, "interrupted": interrupted}
+
+
+def cli(argv: Optional[list] = None) -> Args:
+    """Parse flags; with ``--resume`` the checkpoint's saved args are the defaults."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    default = None
+    for i, a in enumerate(argv):
+        path = a.split("=", 1)[1] if a.startswith("--resume=") else (argv[i + 1] if a == "--resume" and i + 1 < len(argv) else None)
+        if path:
+            try:
+                saved = load_checkpoint(path)["args"]
+            except FileNotFoundError as e:
+                raise ConfigError(str(e)) from None
+            known = {f.name for f in dataclasses.fields(Args)}
+            default = Args(**{k: v for k, v in saved.items() if k in known})
+    return parse_args(Args, argv, default=default, description=__doc__)
+
+
+if __name__ == "__main__":
+    try:
+        main(cli())
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except NonFiniteLossError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(3)
+    except ActorError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(4)

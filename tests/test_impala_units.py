@@ -1,0 +1,253 @@
+"""IMPALA unit tests (fast, CPU): per-env chains under out-of-order recv, actor errors,
+policy lag bound, Q head, short trainer runs (V-trace and Retrace), resume, Ctrl-C."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agents import make_agent  # noqa: E402
+from envs.async_collector import TrajectoryAssembler  # noqa: E402
+from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer  # noqa: E402
+
+
+class FakeAsyncEnv:
+    """EnvPool-like async env: obs = [env_id, step_in_episode, episode, global_step_of_env];
+    recv returns ``batch`` envs in a random order.  Episodes end after ``ep_len`` steps, alternating
+    terminated / truncated; the step after an end is a reset (reward 0), as with next-step autoreset.
+    The reward of a step encodes (env, its global step, the action taken): 1000 * env + step + action / 10."""
+
+    def __init__(self, num_envs, batch, ep_len=5, seed=0, fail_after=None):
+        self.N, self.B, self.ep_len = num_envs, batch, ep_len
+        self.rng = np.random.default_rng(seed)
+        self.t = np.zeros(num_envs, np.int64)      # step within episode
+        self.ep = np.zeros(num_envs, np.int64)
+        self.g = np.zeros(num_envs, np.int64)      # global step of env (obs index in its chain)
+        self.done = np.zeros(num_envs, bool)
+        self.ready = []                            # (env, obs, rew, term, trunc)
+        self.calls, self.fail_after = 0, fail_after
+
+    def _obs(self, i):
+        return np.array([i, self.t[i], self.ep[i], self.g[i]], np.float32)
+
+    def async_reset(self):
+        self.ready = [(i, self._obs(i), 0.0, False, False) for i in range(self.N)]
+
+    def recv(self):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise ValueError("boom from the fake env")
+        while len(self.ready) < self.B:
+            time.sleep(0.001)
+        pick = self.rng.choice(len(self.ready), self.B, replace=False)
+        items = [self.ready[k] for k in pick]
+        self.ready = [r for k, r in enumerate(self.ready) if k not in set(pick.tolist())]
+        ids = np.array([it[0] for it in items])
+        return (np.stack([it[1] for it in items]), np.array([it[2] for it in items], np.float32),
+                np.array([it[3] for it in items]), np.array([it[4] for it in items]), {"env_id": ids})
+
+    def send(self, action, env_id):
+        for a, i in zip(np.asarray(action), np.asarray(env_id)):
+            rew = 1000.0 * i + self.g[i] + a / 10.0
+            if self.done[i]:  # autoreset step: action ignored
+                self.t[i], self.ep[i], rew, term, trunc = 0, self.ep[i] + 1, 0.0, False, False
+                self.done[i] = False
+            else:
+                self.t[i] += 1
+                end = self.t[i] >= self.ep_len
+                term, trunc = end and self.ep[i] % 2 == 0, end and self.ep[i] % 2 == 1
+                self.done[i] = end
+            self.g[i] += 1
+            self.ready.append((int(i), self._obs(i), float(rew), bool(term), bool(trunc)))
+
+
+def _make_actor(env, N, T, q, stop, params=None, policy=None):
+    policy = policy or make_agent("mlp", (4,), True, 3)
+    params = params or ParamServer(policy)
+    return Actor(0, env, policy, params, q, stop, num_envs=N, num_steps=T, obs_shape=(4,),
+                 obs_dtype=torch.float32, action_shape=(), action_dtype=torch.long, device=torch.device("cpu"))
+
+
+@pytest.mark.parametrize("N,B,T", [(6, 2, 4), (5, 3, 7), (4, 4, 3)])
+def test_out_of_order_chains_stay_intact(N, B, T):
+    env = FakeAsyncEnv(N, B, ep_len=3, seed=N * B)
+    q, stop = queue.Queue(maxsize=100), threading.Event()
+    actor = _make_actor(env, N, T, q, stop)
+    pool = ActorPool([actor], q, stop)
+    pool.start()
+    batches = [pool.get() for _ in range(6)]
+    pool.close()
+    seen = {i: [] for i in range(N)}
+    for b in batches:
+        assert b.obs.shape[:2] == (T + 1, N) and b.actions.shape == (T, N)
+        for c in range(N):
+            o = b.obs[:, c].numpy()
+            env_id = int(b.env_ids[c])
+            assert (o[:, 0] == env_id).all(), "a column mixes envs"
+            g = o[:, 3]
+            assert (np.diff(g) == 1).all(), f"chain of env {env_id} not consecutive: {g}"
+            seen[env_id].append((g[0], g[-1]))
+            a = b.actions[:, c].numpy()
+            r = b.rewards[:, c].numpy()
+            for t in range(T):
+                ended_before = t > 0 and (b.terminated[t - 1, c] or b.truncated[t - 1, c])
+                if r[t] != 0.0:  # a real step: reward encodes (env, step, action)
+                    assert r[t] == pytest.approx(1000.0 * env_id + g[t] + a[t] / 10.0)
+                    assert bool(b.valid[t, c]) or t == 0
+                if t > 0:
+                    assert bool(b.valid[t, c]) == (not ended_before)
+                # terminated/truncated at t <=> obs t+1 is the final obs of an episode
+                assert bool(b.terminated[t, c] or b.truncated[t, c]) == (o[t + 1, 1] == 3 and o[t, 1] == 2)
+    for i, spans in seen.items():  # consecutive trajectories of an env share the boundary obs
+        spans.sort()
+        for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+            assert b0 == a1
+
+
+def test_valid_mask_carries_over_trajectory_boundary():
+    asm = TrajectoryAssembler(1, 2, (1,), torch.float32, (), torch.long, "cpu")
+    ids = np.array([0])
+    f = torch.tensor([False])
+    out = []
+    for t in range(6):
+        done = torch.tensor([t == 2])  # the step taken at obs 1 ends the episode
+        out += asm.observe(ids, torch.tensor([[float(t)]]), torch.tensor([1.0]), done if t else f, f)
+        asm.act(ids, torch.tensor([t]), torch.tensor([0.0]), 0)
+    assert len(out) == 2
+    assert out[0].terminated[:, 0].tolist() == [False, True]
+    assert out[1].valid[:, 0].tolist() == [False, True]  # the autoreset dummy at the start of batch 2
+
+
+def test_actor_exception_stops_the_learner_with_the_error():
+    env = FakeAsyncEnv(4, 2, fail_after=5)
+    q, stop = queue.Queue(maxsize=2), threading.Event()
+    pool = ActorPool([_make_actor(env, 4, 8, q, stop)], q, stop)
+    pool.start()
+    t0 = time.time()
+    with pytest.raises(ActorError, match="boom from the fake env"):
+        for _ in range(100):
+            pool.get()
+    pool.close()
+    assert time.time() - t0 < 10 and not any(a.is_alive() for a in pool.actors)
+
+
+def test_close_never_hangs_with_a_full_queue():
+    env = FakeAsyncEnv(4, 4)
+    q, stop = queue.Queue(maxsize=1), threading.Event()
+    pool = ActorPool([_make_actor(env, 4, 2, q, stop)], q, stop)
+    pool.start()
+    time.sleep(0.3)  # the actor is now blocked on a full queue
+    t0 = time.time()
+    pool.close()
+    assert time.time() - t0 < 5 and not pool.actors[0].is_alive()
+
+
+def test_param_server_versions():
+    a, b = make_agent("mlp", (4,), True, 2), make_agent("mlp", (4,), True, 2)
+    ps = ParamServer(a, version=0)
+    with torch.no_grad():
+        next(a.parameters()).add_(1.0)
+    assert ps.pull(b, -1) == 0
+    ps.publish(a, 7)
+    assert ps.pull(b, 0) == 7
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+
+
+def test_q_head_agent():
+    ag = make_agent("mlp", (4,), True, 3, q_head=True)
+    dist, q = ag.dist_and_critic(torch.zeros(5, 4))
+    assert q.shape == (5, 3) and dist.probs.shape == (5, 3)
+    with pytest.raises(ValueError):
+        make_agent("mlp", (4,), False, 3, q_head=True)
+
+
+# ----------------------------------------------------------------------------- trainer runs
+
+def _load_impala():
+    spec = importlib.util.spec_from_file_location("impala_script", ROOT / "scripts" / "impala.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["impala_script"] = mod  # dataclasses/tyro look the module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _metrics(run_dir):
+    return [json.loads(line) for line in open(Path(run_dir) / "metrics.jsonl")]
+
+
+@pytest.mark.parametrize("correction", ["vtrace", "retrace"])
+def test_short_run_logs_everything(tmp_path, correction):
+    impala = _load_impala()
+    args = impala.cli(["--runs-dir", str(tmp_path), "--no-progress", "--total-timesteps", "4096",
+                       "--num-envs", "8", "--num-steps", "16", "--correction", correction,
+                       "--queue-size", "2", "--checkpoint-every", "4"])
+    out = impala.main(args)
+    rows = _metrics(out["run_dir"])
+    assert len(rows) == 4096 // (8 * 16)
+    keys = set().union(*rows)
+    for k in ["charts/SPS", "charts/actor_SPS", "charts/learner_SPS", "losses/policy_loss", "losses/value_loss",
+              "losses/entropy", "losses/approx_kl", "losses/explained_variance", "policy_lag/mean",
+              "policy_lag/max", "perf/learner_queue_wait_s", "perf/actor_queue_wait_s", "perf/learner/ca_s",
+              "perf/learner/forward_s", "perf/learner/backward_s", "perf/learner/optim_s", "perf/actor/env_s",
+              "perf/actor/inference_s", "perf/ca_share_update", "perf/ca_share_iteration", "charts/learning_rate"]:
+        assert k in keys, k
+    # policy lag: measured, bounded by queue size + blocked actor put + the batch being built
+    lag_max = max(r["policy_lag/max"] for r in rows)
+    assert 0 <= lag_max <= args.queue_size + args.num_actors + args.param_refresh_every
+    assert (Path(out["run_dir"]) / "checkpoints" / "latest.pt").is_file()
+
+
+def test_async_recv_batch_and_resume(tmp_path):
+    impala = _load_impala()
+    common = ["--runs-dir", str(tmp_path), "--no-progress", "--num-envs", "8", "--env-batch-size", "3",
+              "--num-steps", "8", "--checkpoint-every", "2"]
+    out = impala.main(impala.cli(common + ["--total-timesteps", "256"]))
+    ckpt = Path(out["run_dir"]) / "checkpoints" / "latest.pt"
+    out2 = impala.main(impala.cli(["--resume", str(ckpt), "--total-timesteps", "512", "--no-progress"]))
+    assert out2["run_dir"] == out["run_dir"] and out2["global_step"] == 512
+    assert _metrics(out["run_dir"])[-1]["global_step"] == 512
+
+
+def test_bad_input(tmp_path):
+    impala = _load_impala()
+    from rltrain.config import ConfigError
+    with pytest.raises(ConfigError, match="env-batch-size"):
+        impala.main(impala.cli(["--runs-dir", str(tmp_path), "--num-envs", "4", "--env-batch-size", "9"]))
+    with pytest.raises(ConfigError, match="discrete"):
+        impala.main(impala.cli(["--runs-dir", str(tmp_path), "--env-id", "Pendulum-v1", "--correction", "retrace"]))
+
+
+def test_ctrl_c_shuts_down_cleanly_and_keeps_checkpoint(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "impala.py"), "--runs-dir", str(tmp_path),
+                          "--no-progress", "--checkpoint-every", "5", "--total-timesteps", "100000000"],
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(tmp_path.glob("*/checkpoints/latest.pt")):
+        time.sleep(0.2)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("impala.py hung after Ctrl-C")
+    assert p.returncode == 0, out[-2000:]
+    assert "interrupted" in out
+    (ckpt,) = tmp_path.glob("*/checkpoints/latest.pt")
+    assert torch.load(ckpt, weights_only=False)["iteration"] >= 5
