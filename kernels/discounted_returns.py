@@ -83,6 +83,23 @@ def _discounted_returns_kernel(
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 
+def validate(
+    rewards, terminated, *, truncated=None, next_values=None, bootstrap_value=None, gamma=0.99, time_dim=0
+) -> tuple[Batch, dict]:
+    """Check :func:`discounted_returns`'s arguments; the validated batch and coefficients (shared with the baselines)."""
+    coefficients = {"gamma": check_scalar("gamma", gamma)}
+    if truncated is not None and next_values is None:
+        raise ValueError("truncated needs next_values: a truncated step bootstraps from the value after it")
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+        per_env={"bootstrap_value": bootstrap_value},
+        optional=("truncated", "next_values", "bootstrap_value"),
+    )
+    return b, coefficients
+
+
 def discounted_returns(
     rewards: torch.Tensor,
     terminated: torch.Tensor,
@@ -95,16 +112,16 @@ def discounted_returns(
     config: Optional[LaunchConfig] = None,
 ) -> torch.Tensor:
     """Discounted returns ``G``; see the module docstring. ``truncated`` needs ``next_values``."""
-    gamma = check_scalar("gamma", gamma)
-    if truncated is not None and next_values is None:
-        raise ValueError("truncated needs next_values: a truncated step bootstraps from the value after it")
-    b = Batch(
-        time_dim,
-        floats={"rewards": rewards, "next_values": next_values},
-        flags={"terminated": terminated, "truncated": truncated},
-        per_env={"bootstrap_value": bootstrap_value},
-        optional=("truncated", "next_values", "bootstrap_value"),
+    b, k = validate(
+        rewards,
+        terminated,
+        truncated=truncated,
+        next_values=next_values,
+        bootstrap_value=bootstrap_value,
+        gamma=gamma,
+        time_dim=time_dim,
     )
+    gamma = k["gamma"]
     if not runs_triton(b.device):
         tm = b.time_major
         g = reference.discounted_returns(

@@ -65,6 +65,15 @@ def _eligibility_traces_kernel(
         _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 
 
+def validate(inputs, dones, *, gamma=0.99, lam=0.95, initial=None, time_dim=0) -> tuple[Batch, dict]:
+    """Check :func:`eligibility_traces`'s arguments; the validated batch and coefficients (shared with the baselines)."""
+    coefficients = {"gamma": check_scalar("gamma", gamma), "lam": check_scalar("lam", lam)}
+    b = Batch(
+        time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial}, optional=("initial",)
+    )
+    return b, coefficients
+
+
 def eligibility_traces(
     inputs: torch.Tensor,
     dones: torch.Tensor,
@@ -76,11 +85,8 @@ def eligibility_traces(
     config: Optional[LaunchConfig] = None,
 ) -> torch.Tensor:
     """Traces ``z``; see the module docstring. ``initial`` is ``z_{-1}``, ``[N]``."""
-    gamma = check_scalar("gamma", gamma)
-    lam = check_scalar("lam", lam)
-    b = Batch(
-        time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial}, optional=("initial",)
-    )
+    b, k = validate(inputs, dones, gamma=gamma, lam=lam, initial=initial, time_dim=time_dim)
+    gamma, lam = k["gamma"], k["lam"]
     if not runs_triton(b.device):
         z = reference.eligibility_traces(
             b.time_major("inputs"), b.time_major("dones"), gamma=gamma, lam=lam, initial=b.env_vector("initial")

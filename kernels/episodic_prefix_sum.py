@@ -66,6 +66,16 @@ def _episodic_prefix_sum_kernel(
         _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 
 
+def validate(inputs, dones, *, initial=None, boundary="ends_at", time_dim=0) -> tuple[Batch, dict]:
+    """Check :func:`episodic_prefix_sum`'s arguments; the validated batch and options (shared with the baselines)."""
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
+    b = Batch(
+        time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial}, optional=("initial",)
+    )
+    return b, {"boundary": boundary}
+
+
 def episodic_prefix_sum(
     inputs: torch.Tensor,
     dones: torch.Tensor,
@@ -76,11 +86,7 @@ def episodic_prefix_sum(
     config: Optional[LaunchConfig] = None,
 ) -> torch.Tensor:
     """Running sums ``C`` that restart at episode boundaries; see the module docstring."""
-    if boundary not in BOUNDARIES:
-        raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
-    b = Batch(
-        time_dim, floats={"inputs": inputs}, flags={"dones": dones}, per_env={"initial": initial}, optional=("initial",)
-    )
+    b, _ = validate(inputs, dones, initial=initial, boundary=boundary, time_dim=time_dim)
     if not runs_triton(b.device):
         c = reference.episodic_prefix_sum(
             b.time_major("inputs"), b.time_major("dones"), initial=b.env_vector("initial"), boundary=boundary

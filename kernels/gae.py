@@ -96,6 +96,23 @@ def _gae_kernel(
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 
 
+def validate(
+    rewards, values, terminated, bootstrap_value, *, truncated=None, next_values=None, gamma=0.99, lam=0.95, time_dim=0
+) -> tuple[Batch, dict]:
+    """Check :func:`gae`'s arguments; the validated batch and coefficients (the baselines share this)."""
+    coefficients = {"gamma": check_scalar("gamma", gamma), "lam": check_scalar("lam", lam)}
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "values": values, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+        per_env={"bootstrap_value": bootstrap_value},
+        optional=("truncated", "next_values", "bootstrap_value"),
+    )
+    if bootstrap_value is None and next_values is None:
+        raise ValueError("bootstrap_value is required unless next_values is given")
+    return b, coefficients
+
+
 def gae(
     rewards: torch.Tensor,
     values: torch.Tensor,
@@ -115,17 +132,18 @@ def gae(
     (``time_dim=1``: ``[N, T]``; 1-D: one environment); ``bootstrap_value`` is ``V(s_T)``, ``[N]``.
     ``config`` overrides the kernel's block shape (for benchmarks).
     """
-    gamma = check_scalar("gamma", gamma)
-    lam = check_scalar("lam", lam)
-    b = Batch(
-        time_dim,
-        floats={"rewards": rewards, "values": values, "next_values": next_values},
-        flags={"terminated": terminated, "truncated": truncated},
-        per_env={"bootstrap_value": bootstrap_value},
-        optional=("truncated", "next_values", "bootstrap_value"),
+    b, k = validate(
+        rewards,
+        values,
+        terminated,
+        bootstrap_value,
+        truncated=truncated,
+        next_values=next_values,
+        gamma=gamma,
+        lam=lam,
+        time_dim=time_dim,
     )
-    if bootstrap_value is None and next_values is None:
-        raise ValueError("bootstrap_value is required unless next_values is given")
+    gamma, lam = k["gamma"], k["lam"]
     if not runs_triton(b.device):
         tm = b.time_major
         adv, ret = reference.gae(

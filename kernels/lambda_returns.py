@@ -75,6 +75,20 @@ def _lambda_returns_kernel(
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 
+def validate(
+    rewards, next_values, terminated, *, truncated=None, gamma=0.99, lam=0.95, time_dim=0
+) -> tuple[Batch, dict]:
+    """Check :func:`lambda_returns`'s arguments; the validated batch and coefficients (shared with the baselines)."""
+    coefficients = {"gamma": check_scalar("gamma", gamma), "lam": check_scalar("lam", lam)}
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+        optional=("truncated",),
+    )
+    return b, coefficients
+
+
 def lambda_returns(
     rewards: torch.Tensor,
     next_values: torch.Tensor,
@@ -87,14 +101,8 @@ def lambda_returns(
     config: Optional[LaunchConfig] = None,
 ) -> torch.Tensor:
     """Lambda-returns ``G``; see the module docstring. ``next_values[t]`` is ``V(s_{t+1})``."""
-    gamma = check_scalar("gamma", gamma)
-    lam = check_scalar("lam", lam)
-    b = Batch(
-        time_dim,
-        floats={"rewards": rewards, "next_values": next_values},
-        flags={"terminated": terminated, "truncated": truncated},
-        optional=("truncated",),
-    )
+    b, k = validate(rewards, next_values, terminated, truncated=truncated, gamma=gamma, lam=lam, time_dim=time_dim)
+    gamma, lam = k["gamma"], k["lam"]
     if not runs_triton(b.device):
         tm = b.time_major
         g = reference.lambda_returns(

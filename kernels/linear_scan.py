@@ -61,6 +61,14 @@ def _linear_scan_kernel(
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 
 
+def validate(alpha, beta, *, reverse=False, initial=None, time_dim=0) -> tuple[Batch, dict]:
+    """Check :func:`linear_scan`'s arguments; the validated batch and options (shared with the baselines)."""
+    if not isinstance(reverse, bool):
+        raise TypeError(f"reverse must be a bool, got {type(reverse).__name__}")
+    b = Batch(time_dim, floats={"alpha": alpha, "beta": beta}, per_env={"initial": initial}, optional=("initial",))
+    return b, {"reverse": reverse}
+
+
 def linear_scan(
     alpha: torch.Tensor,
     beta: torch.Tensor,
@@ -71,9 +79,7 @@ def linear_scan(
     config: Optional[LaunchConfig] = None,
 ) -> torch.Tensor:
     """Solve ``y_t = alpha_t + beta_t y_prev`` along time; see the module docstring."""
-    if not isinstance(reverse, bool):
-        raise TypeError(f"reverse must be a bool, got {type(reverse).__name__}")
-    b = Batch(time_dim, floats={"alpha": alpha, "beta": beta}, per_env={"initial": initial}, optional=("initial",))
+    b, _ = validate(alpha, beta, reverse=reverse, initial=initial, time_dim=time_dim)
     if not runs_triton(b.device):
         y = reference.linear_scan(
             b.time_major("alpha"), b.time_major("beta"), reverse=reverse, initial=b.env_vector("initial")

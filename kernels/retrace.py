@@ -90,6 +90,34 @@ def _retrace_kernel(
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 
+def validate(
+    rewards,
+    q_taken,
+    expected_next_q,
+    log_rhos,
+    terminated,
+    *,
+    truncated=None,
+    gamma=0.99,
+    lam=1.0,
+    c_bar=1.0,
+    time_dim=0,
+) -> tuple[Batch, dict]:
+    """Check :func:`retrace`'s arguments; the validated batch and coefficients (the baselines share this)."""
+    coefficients = {
+        "gamma": check_scalar("gamma", gamma),
+        "lam": check_scalar("lam", lam),
+        "c_bar": check_scalar("c_bar", c_bar, high=math.inf),
+    }
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "q_taken": q_taken, "expected_next_q": expected_next_q, "log_rhos": log_rhos},
+        flags={"terminated": terminated, "truncated": truncated},
+        optional=("truncated",),
+    )
+    return b, coefficients
+
+
 def retrace(
     rewards: torch.Tensor,
     q_taken: torch.Tensor,
@@ -109,15 +137,19 @@ def retrace(
     ``q_taken[t] = Q(s_t, a_t)``; ``log_rhos[t] = log pi(a_t|s_t) - log mu(a_t|s_t)``;
     ``c_bar`` >= 0 clips the trace (a large value such as ``1e6`` disables it).
     """
-    gamma = check_scalar("gamma", gamma)
-    lam = check_scalar("lam", lam)
-    c_bar = check_scalar("c_bar", c_bar, high=math.inf)
-    b = Batch(
-        time_dim,
-        floats={"rewards": rewards, "q_taken": q_taken, "expected_next_q": expected_next_q, "log_rhos": log_rhos},
-        flags={"terminated": terminated, "truncated": truncated},
-        optional=("truncated",),
+    b, k = validate(
+        rewards,
+        q_taken,
+        expected_next_q,
+        log_rhos,
+        terminated,
+        truncated=truncated,
+        gamma=gamma,
+        lam=lam,
+        c_bar=c_bar,
+        time_dim=time_dim,
     )
+    gamma, lam, c_bar = k["gamma"], k["lam"], k["c_bar"]
     if not runs_triton(b.device):
         tm = b.time_major
         q_ret = reference.retrace(

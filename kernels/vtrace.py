@@ -115,6 +115,42 @@ def _vtrace_kernel(
         _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
 
 
+def validate(
+    rewards,
+    values,
+    log_rhos,
+    terminated,
+    bootstrap_value,
+    *,
+    truncated=None,
+    next_values=None,
+    gamma=0.99,
+    lam=1.0,
+    rho_bar=1.0,
+    c_bar=1.0,
+    pg_rho_bar=1.0,
+    time_dim=0,
+) -> tuple[Batch, dict]:
+    """Check :func:`vtrace`'s arguments; the validated batch and coefficients (the baselines share this)."""
+    coefficients = {
+        "gamma": check_scalar("gamma", gamma),
+        "lam": check_scalar("lam", lam),
+        "rho_bar": check_scalar("rho_bar", rho_bar, high=math.inf),
+        "c_bar": check_scalar("c_bar", c_bar, high=math.inf),
+        "pg_rho_bar": check_scalar("pg_rho_bar", pg_rho_bar, high=math.inf),
+    }
+    b = Batch(
+        time_dim,
+        floats={"rewards": rewards, "values": values, "log_rhos": log_rhos, "next_values": next_values},
+        flags={"terminated": terminated, "truncated": truncated},
+        per_env={"bootstrap_value": bootstrap_value},
+        optional=("truncated", "next_values", "bootstrap_value"),
+    )
+    if bootstrap_value is None and next_values is None:
+        raise ValueError("bootstrap_value is required unless next_values is given")
+    return b, coefficients
+
+
 def vtrace(
     rewards: torch.Tensor,
     values: torch.Tensor,
@@ -138,20 +174,22 @@ def vtrace(
     ``rho_bar``, ``c_bar`` and ``pg_rho_bar`` are clipping thresholds (finite, >= 0; a large value
     such as ``1e6`` disables one).
     """
-    gamma = check_scalar("gamma", gamma)
-    lam = check_scalar("lam", lam)
-    rho_bar = check_scalar("rho_bar", rho_bar, high=math.inf)
-    c_bar = check_scalar("c_bar", c_bar, high=math.inf)
-    pg_rho_bar = check_scalar("pg_rho_bar", pg_rho_bar, high=math.inf)
-    b = Batch(
-        time_dim,
-        floats={"rewards": rewards, "values": values, "log_rhos": log_rhos, "next_values": next_values},
-        flags={"terminated": terminated, "truncated": truncated},
-        per_env={"bootstrap_value": bootstrap_value},
-        optional=("truncated", "next_values", "bootstrap_value"),
+    b, k = validate(
+        rewards,
+        values,
+        log_rhos,
+        terminated,
+        bootstrap_value,
+        truncated=truncated,
+        next_values=next_values,
+        gamma=gamma,
+        lam=lam,
+        rho_bar=rho_bar,
+        c_bar=c_bar,
+        pg_rho_bar=pg_rho_bar,
+        time_dim=time_dim,
     )
-    if bootstrap_value is None and next_values is None:
-        raise ValueError("bootstrap_value is required unless next_values is given")
+    gamma, lam, rho_bar, c_bar, pg_rho_bar = k["gamma"], k["lam"], k["rho_bar"], k["c_bar"], k["pg_rho_bar"]
     if not runs_triton(b.device):
         tm = b.time_major
         vs, pg_adv = reference.vtrace(

@@ -15,6 +15,7 @@ it and exit with status 2.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import difflib
 import sys
 from pathlib import Path
@@ -23,9 +24,45 @@ from typing import Any, Dict, Optional, Sequence, Type, TypeVar
 import tyro
 import yaml
 
-__all__ = ["ConfigError", "parse_args", "load_yaml_preset", "close_matches"]
+__all__ = ["ConfigError", "ExperimentArgs", "parse_args", "load_yaml_preset", "close_matches"]
 
 T = TypeVar("T")
+
+
+@dataclass
+class ExperimentArgs:
+    """The flags every trainer shares: run naming, seeding, device, logging and checkpoints.
+
+    A trainer's ``Args`` dataclass inherits these (tyro lists them first) and may override a default
+    (``exp_name``); ``--config`` presets and ``--resume`` apply to them like to any other field.
+    """
+
+    exp_name: str = "run"
+    """name of this experiment (part of the run folder name)"""
+    seed: int = 1
+    """seed of the experiment (torch, numpy, python, EnvPool)"""
+    torch_deterministic: bool = True
+    """set torch.backends.cudnn.deterministic"""
+    cuda: bool = True
+    """use CUDA when it is available"""
+    config: Optional[str] = None
+    """YAML preset from configs/ (field: value); CLI flags override it"""
+    runs_dir: str = "runs"
+    """root folder of run folders runs/{env_id}__{exp_name}__{seed}__{timestamp}/"""
+    track: bool = False
+    """log to Weights & Biases (offline when there is no network)"""
+    wandb_project_name: str = "rltrain"
+    """the wandb project"""
+    wandb_entity: Optional[str] = None
+    """the wandb entity (team)"""
+    progress: bool = True
+    """show a progress bar on the console"""
+    save_model: bool = False
+    """save a final checkpoint (model, optimizer, ...) to {run}/checkpoints/final.pt"""
+    checkpoint_every: int = 0
+    """write {run}/checkpoints/latest.pt atomically every K iterations (learner updates) (0: never)"""
+    resume: Optional[str] = None
+    """checkpoint to resume from; its saved args are the defaults, flags override them"""
 
 
 class ConfigError(ValueError):

@@ -42,7 +42,7 @@ from agents import make_agent  # noqa: E402
 from envs import make_envs  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
 from rltrain.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from rltrain.config import ConfigError, parse_args  # noqa: E402
+from rltrain.config import ConfigError, ExperimentArgs, parse_args  # noqa: E402
 from rltrain.logger import Logger  # noqa: E402
 from rltrain.runtime import make_run_dir, select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
@@ -50,36 +50,11 @@ from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals 
 
 
 @dataclass
-class Args:
+class Args(ExperimentArgs):
     """IMPALA on EnvPool.  Flags override ``--config`` presets, which override these defaults."""
 
-    # --- experiment ---
     exp_name: str = "impala"
     """name of this experiment (part of the run folder name)"""
-    seed: int = 1
-    """seed of the experiment (torch, numpy, python, EnvPool)"""
-    torch_deterministic: bool = True
-    """set torch.backends.cudnn.deterministic"""
-    cuda: bool = True
-    """use CUDA when it is available"""
-    config: Optional[str] = None
-    """YAML preset from configs/ (field: value); CLI flags override it"""
-    runs_dir: str = "runs"
-    """root folder of run folders runs/{env_id}__{exp_name}__{seed}__{timestamp}/"""
-    track: bool = False
-    """log to Weights & Biases (offline when there is no network)"""
-    wandb_project_name: str = "rltrain"
-    """the wandb project"""
-    wandb_entity: Optional[str] = None
-    """the wandb entity (team)"""
-    progress: bool = True
-    """show a progress bar on the console"""
-    save_model: bool = False
-    """save a final checkpoint (model, optimizer, ...) to {run}/checkpoints/final.pt"""
-    checkpoint_every: int = 0
-    """write {run}/checkpoints/latest.pt atomically every K learner updates (0: never)"""
-    resume: Optional[str] = None
-    """checkpoint to resume from; its saved args are the defaults, flags override them"""
     # --- environment / actors ---
     env_id: str = "CartPole-v1"
     """EnvPool task id (CartPole-v1, Breakout-v5, ...)"""

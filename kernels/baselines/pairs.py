@@ -13,21 +13,21 @@ inputs, float64 when a float input is float64), and returns :class:`Pairs`: ``al
 GAE ``ret = A + V``, V-trace ``pg_adv`` from the exclusive value ``x_{t+1}``, Retrace
 ``q_ret = Q + D``.
 
-:func:`make_estimators` writes each public signature once (validation reuses ``Batch`` and
-``check_scalar``, exactly as the fused API does) around a backend's ``run(op, batch, scalars)``.
+:func:`make_estimators` wraps a backend's ``run(op, batch, scalars)`` in the public signatures,
+validated by each fused op's own ``validate``.
 Builders are pure tensor code, so they can be traced by ``torch.compile``.
 """
 
 from __future__ import annotations
 
-import math
+import functools
+import importlib
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
 
-from kernels._args import Batch, check_scalar
-from kernels.episodic_prefix_sum import BOUNDARIES
+from kernels._args import Batch
 
 Tensor = torch.Tensor
 
@@ -225,170 +225,23 @@ Runner = Callable[[str, Batch, dict, object], object]
 
 
 def make_estimators(run: Runner) -> dict:
-    """The eight estimators with the public signatures, validated like the fused API, solved by
-    ``run(op, batch, scalars, config)`` (``config`` is accepted for signature parity)."""
+    """The eight estimators with the public signatures, solved by ``run(op, batch, scalars, config)``.
 
-    def gae_(
-        rewards,
-        values,
-        terminated,
-        bootstrap_value,
-        *,
-        truncated=None,
-        next_values=None,
-        gamma=0.99,
-        lam=0.95,
-        time_dim=0,
-        config=None,
-    ):
-        scalars = dict(gamma=check_scalar("gamma", gamma), lam=check_scalar("lam", lam))
-        b = Batch(
-            time_dim,
-            floats={"rewards": rewards, "values": values, "next_values": next_values},
-            flags={"terminated": terminated, "truncated": truncated},
-            per_env={"bootstrap_value": bootstrap_value},
-            optional=("truncated", "next_values", "bootstrap_value"),
-        )
-        if bootstrap_value is None and next_values is None:
-            raise ValueError("bootstrap_value is required unless next_values is given")
-        return run("gae", b, scalars, config)
+    Each one validates its arguments with the fused op's own ``validate`` (one place for the
+    checks), so a baseline accepts and rejects exactly what the public function does; ``config``
+    is accepted for signature parity.
+    """
+    import kernels
 
-    def vtrace_(
-        rewards,
-        values,
-        log_rhos,
-        terminated,
-        bootstrap_value,
-        *,
-        truncated=None,
-        next_values=None,
-        gamma=0.99,
-        lam=1.0,
-        rho_bar=1.0,
-        c_bar=1.0,
-        pg_rho_bar=1.0,
-        time_dim=0,
-        config=None,
-    ):
-        scalars = dict(
-            gamma=check_scalar("gamma", gamma),
-            lam=check_scalar("lam", lam),
-            rho_bar=check_scalar("rho_bar", rho_bar, high=math.inf),
-            c_bar=check_scalar("c_bar", c_bar, high=math.inf),
-            pg_rho_bar=check_scalar("pg_rho_bar", pg_rho_bar, high=math.inf),
-        )
-        b = Batch(
-            time_dim,
-            floats={"rewards": rewards, "values": values, "log_rhos": log_rhos, "next_values": next_values},
-            flags={"terminated": terminated, "truncated": truncated},
-            per_env={"bootstrap_value": bootstrap_value},
-            optional=("truncated", "next_values", "bootstrap_value"),
-        )
-        if bootstrap_value is None and next_values is None:
-            raise ValueError("bootstrap_value is required unless next_values is given")
-        return run("vtrace", b, scalars, config)
+    def estimator(op: str):
+        public = getattr(kernels, op)
+        validate = importlib.import_module(f"kernels.{op}").validate
 
-    def retrace_(
-        rewards,
-        q_taken,
-        expected_next_q,
-        log_rhos,
-        terminated,
-        *,
-        truncated=None,
-        gamma=0.99,
-        lam=1.0,
-        c_bar=1.0,
-        time_dim=0,
-        config=None,
-    ):
-        scalars = dict(
-            gamma=check_scalar("gamma", gamma),
-            lam=check_scalar("lam", lam),
-            c_bar=check_scalar("c_bar", c_bar, high=math.inf),
-        )
-        b = Batch(
-            time_dim,
-            floats={"rewards": rewards, "q_taken": q_taken, "expected_next_q": expected_next_q, "log_rhos": log_rhos},
-            flags={"terminated": terminated, "truncated": truncated},
-            optional=("truncated",),
-        )
-        return run("retrace", b, scalars, config)
+        @functools.wraps(public)
+        def solve(*args, config=None, **kwargs):
+            batch, scalars = validate(*args, **kwargs)
+            return run(op, batch, scalars, config)
 
-    def lambda_returns_(
-        rewards, next_values, terminated, *, truncated=None, gamma=0.99, lam=0.95, time_dim=0, config=None
-    ):
-        scalars = dict(gamma=check_scalar("gamma", gamma), lam=check_scalar("lam", lam))
-        b = Batch(
-            time_dim,
-            floats={"rewards": rewards, "next_values": next_values},
-            flags={"terminated": terminated, "truncated": truncated},
-            optional=("truncated",),
-        )
-        return run("lambda_returns", b, scalars, config)
+        return solve
 
-    def discounted_returns_(
-        rewards,
-        terminated,
-        *,
-        truncated=None,
-        next_values=None,
-        bootstrap_value=None,
-        gamma=0.99,
-        time_dim=0,
-        config=None,
-    ):
-        scalars = dict(gamma=check_scalar("gamma", gamma))
-        if truncated is not None and next_values is None:
-            raise ValueError("truncated needs next_values: a truncated step bootstraps from the value after it")
-        b = Batch(
-            time_dim,
-            floats={"rewards": rewards, "next_values": next_values},
-            flags={"terminated": terminated, "truncated": truncated},
-            per_env={"bootstrap_value": bootstrap_value},
-            optional=("truncated", "next_values", "bootstrap_value"),
-        )
-        return run("discounted_returns", b, scalars, config)
-
-    def eligibility_traces_(inputs, dones, *, gamma=0.99, lam=0.95, initial=None, time_dim=0, config=None):
-        scalars = dict(gamma=check_scalar("gamma", gamma), lam=check_scalar("lam", lam))
-        b = Batch(
-            time_dim,
-            floats={"inputs": inputs},
-            flags={"dones": dones},
-            per_env={"initial": initial},
-            optional=("initial",),
-        )
-        return run("eligibility_traces", b, scalars, config)
-
-    def episodic_prefix_sum_(inputs, dones, *, initial=None, boundary="ends_at", time_dim=0, config=None):
-        if boundary not in BOUNDARIES:
-            raise ValueError(f"boundary must be one of {BOUNDARIES}, got {boundary!r}")
-        b = Batch(
-            time_dim,
-            floats={"inputs": inputs},
-            flags={"dones": dones},
-            per_env={"initial": initial},
-            optional=("initial",),
-        )
-        return run("episodic_prefix_sum", b, dict(boundary=boundary), config)
-
-    def linear_scan_(alpha, beta, *, reverse=False, initial=None, time_dim=0, config=None):
-        if not isinstance(reverse, bool):
-            raise TypeError(f"reverse must be a bool, got {type(reverse).__name__}")
-        b = Batch(time_dim, floats={"alpha": alpha, "beta": beta}, per_env={"initial": initial}, optional=("initial",))
-        return run("linear_scan", b, dict(reverse=reverse), config)
-
-    fns = {
-        "gae": gae_,
-        "vtrace": vtrace_,
-        "retrace": retrace_,
-        "lambda_returns": lambda_returns_,
-        "discounted_returns": discounted_returns_,
-        "eligibility_traces": eligibility_traces_,
-        "episodic_prefix_sum": episodic_prefix_sum_,
-        "linear_scan": linear_scan_,
-    }
-    for name, fn in fns.items():
-        fn.__name__ = fn.__qualname__ = name
-    return fns
+    return {op: estimator(op) for op in kernels.ESTIMATORS}
