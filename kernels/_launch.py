@@ -1,9 +1,10 @@
 """Block shapes for the fused kernels, and the launch of one estimator's kernel.
 
-A program owns ``block_n`` environments and walks time in chunks of ``block_t`` steps, so the grid
-is ``cdiv(N, block_n)`` programs. ``LaunchConfig`` can be passed explicitly (benchmarks and the
-``sequential`` baseline, which is the same kernel with ``block_t=1``); otherwise
-:func:`choose_config` picks one from the shape.
+Without look-back a program owns ``block_n`` environments and walks time in chunks of ``block_t``
+steps (``cdiv(N, block_n)`` programs); with look-back every ``[block_t, block_n]`` tile is a program
+(``cdiv(T, block_t) * cdiv(N, block_n)`` of them). ``LaunchConfig`` can be passed explicitly
+(benchmarks, and the ``sequential`` baseline, which is the same kernel with ``block_t=1``);
+otherwise :func:`choose_config` picks one from the shape.
 """
 
 from __future__ import annotations
