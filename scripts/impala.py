@@ -75,9 +75,9 @@ class Args(ExperimentArgs):
     # --- algorithm ---
     agent: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
     """network: auto = nature_cnn for images, mlp otherwise"""
-    total_timesteps: int = 500_000
+    total_timesteps: int = 800_000
     """total environment steps learned from (counting all envs)"""
-    learning_rate: float = 1e-3
+    learning_rate: float = 5e-4
     """Adam learning rate"""
     anneal_lr: bool = True
     """linearly anneal the learning rate to 0"""
@@ -112,6 +112,8 @@ class Args(ExperimentArgs):
     compile / loop: the benchmark's baselines; auto: triton, or loop on CPU under TRITON_INTERPRET=1"""
     amdahl_k: float = 10.0
     """kernel speedup k for the logged Amdahl prediction 1/((1-s)+s/k)"""
+    stop_at_return: Optional[float] = None
+    """stop early once the average return of the last 100 episodes reaches this (None: use the whole budget)"""
 
 
 class NonFiniteLossError(RuntimeError):
@@ -367,6 +369,11 @@ def main(args: Args) -> dict:
 
             if args.checkpoint_every and update % args.checkpoint_every == 0:
                 checkpoint(run_dir / "checkpoints" / "latest.pt", update)
+            if (args.stop_at_return is not None and len(recent_returns) == recent_returns.maxlen
+                    and np.mean(recent_returns) >= args.stop_at_return):
+                logger.write(f"average return {np.mean(recent_returns):.1f} >= {args.stop_at_return} at global step "
+                             f"{global_step}: stopping early")
+                break
     except KeyboardInterrupt:
         interrupted = True
         logger.write(f"interrupted at update {update}; stopping the actors")
