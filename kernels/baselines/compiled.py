@@ -101,15 +101,7 @@ def is_compiled() -> bool:
     return not _state["eager"]
 
 
-_FNS = P.make_estimators(_run)
-gae = _FNS["gae"]
-vtrace = _FNS["vtrace"]
-retrace = _FNS["retrace"]
-lambda_returns = _FNS["lambda_returns"]
-discounted_returns = _FNS["discounted_returns"]
-eligibility_traces = _FNS["eligibility_traces"]
-episodic_prefix_sum = _FNS["episodic_prefix_sum"]
-linear_scan = _FNS["linear_scan"]
+globals().update(P.make_estimators(_run))  # gae, vtrace, ... with the public signatures
 
 
 def _run_eager(op, b, scalars, config=None):

@@ -35,12 +35,4 @@ def _run(op, b, scalars, config=None):
     return outs if len(outs) > 1 else outs[0]
 
 
-_FNS = P.make_estimators(_run)
-gae = _FNS["gae"]
-vtrace = _FNS["vtrace"]
-retrace = _FNS["retrace"]
-lambda_returns = _FNS["lambda_returns"]
-discounted_returns = _FNS["discounted_returns"]
-eligibility_traces = _FNS["eligibility_traces"]
-episodic_prefix_sum = _FNS["episodic_prefix_sum"]
-linear_scan = _FNS["linear_scan"]
+globals().update(P.make_estimators(_run))  # gae, vtrace, ... with the public signatures

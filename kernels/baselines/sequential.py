@@ -63,11 +63,4 @@ def _wrap(public):
     return run
 
 
-gae = _wrap(kernels.gae)
-vtrace = _wrap(kernels.vtrace)
-retrace = _wrap(kernels.retrace)
-lambda_returns = _wrap(kernels.lambda_returns)
-discounted_returns = _wrap(kernels.discounted_returns)
-eligibility_traces = _wrap(kernels.eligibility_traces)
-episodic_prefix_sum = _wrap(kernels.episodic_prefix_sum)
-linear_scan = _wrap(kernels.linear_scan)
+globals().update({op: _wrap(getattr(kernels, op)) for op in kernels.ESTIMATORS})
