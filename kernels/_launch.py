@@ -17,6 +17,7 @@ from typing import Optional
 
 import torch
 
+from kernels._direct_launch import DirectLauncher
 from kernels._triton import INTERPRET, tl, triton
 
 
@@ -71,6 +72,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``. With look-back, ``flags`` holds
     the ticket counter and one zeroed flag per tile, and ``ws`` three ``[num_chunks, N]`` planes.
+    The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
     """
     T, N = batch.T, batch.N
     if config is None:
@@ -85,20 +87,15 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     else:
         flags = ws = tensors[0]
         programs = n_blocks
-    kernel[(programs,)](
-        *tensors,
-        ws,
-        flags,
-        T,
-        N,
-        *coefficients,
-        **constexprs,
-        ACC=accumulator(batch.compute_dtype),
-        BLOCK_T=config.block_t,
-        BLOCK_N=config.block_n,
-        LOOKBACK=lookback,
-        num_warps=config.num_warps,
-    )
+    launcher = _LAUNCHERS.get(kernel)
+    if launcher is None:
+        launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
+    constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
+                      LOOKBACK=lookback)
+    launcher(programs, batch.device, (*tensors, ws, flags, T, N, *coefficients), constexprs, config.num_warps)
+
+
+_LAUNCHERS: dict = {}  # kernel -> its DirectLauncher
 
 
 def accumulator(dtype: torch.dtype):
@@ -109,6 +106,7 @@ def accumulator(dtype: torch.dtype):
 _FLOAT32_MAX = 3.4028234663852886e38
 
 
+@lru_cache(maxsize=1024)
 def scalars(*values: float) -> tuple[float, ...]:
     """Each Python float as two float32 kernel arguments ``(hi, lo)`` with ``hi + lo == value``.
 
