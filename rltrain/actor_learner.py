@@ -14,7 +14,9 @@
 * :class:`ActorPool` -- starts the actors, hands batches to the learner
   (:meth:`ActorPool.get`, timing its wait), re-raises an actor's exception in
   the learner thread as :class:`ActorError` (with the actor's traceback) and
-  shuts everything down without hanging (:meth:`ActorPool.close`).
+  shuts everything down without hanging (:meth:`ActorPool.close`); a Ctrl-C
+  recorded by :class:`rltrain.interrupt.GracefulInterrupt` surfaces in
+  :meth:`ActorPool.get` as ``KeyboardInterrupt``.
 
 Policy lag: every row carries the version of the parameters that chose its
 action; the learner's lag for a batch is ``updates_done - version``.  With
@@ -38,6 +40,7 @@ import torch
 import torch.nn as nn
 
 from envs.async_collector import Trajectory, TrajectoryAssembler
+from rltrain.interrupt import GracefulInterrupt
 from envs.episode_stats import EpisodeStats
 from rltrain.rollout import HostToDevice
 from rltrain.timers import PhaseTimer
@@ -191,8 +194,9 @@ class Actor(threading.Thread):
 class ActorPool:
     """Starts the actors and serves their batches to the learner; see the module docstring."""
 
-    def __init__(self, actors: List[Actor], out: "queue_mod.Queue[Trajectory]", stop: threading.Event):
-        self.actors, self.queue, self.stop = actors, out, stop
+    def __init__(self, actors: List[Actor], out: "queue_mod.Queue[Trajectory]", stop: threading.Event,
+                 interrupt: Optional[GracefulInterrupt] = None):
+        self.actors, self.queue, self.stop, self.interrupt = actors, out, stop, interrupt
         self.started = False
 
     def start(self) -> None:
@@ -207,8 +211,14 @@ class ActorPool:
                 raise ActorError(f"actor {a.actor_id} failed: {a.error!r}\n{a.error_text}") from a.error
 
     def get(self, poll_s: float = 0.05) -> Trajectory:
-        """The next batch (blocks); raises :class:`ActorError` if an actor failed."""
+        """The next batch (blocks); raises :class:`ActorError` if an actor failed.
+
+        A Ctrl-C recorded by ``interrupt`` is raised here as ``KeyboardInterrupt``, outside the
+        queue's locking (see :mod:`rltrain.interrupt`).
+        """
         while True:
+            if self.interrupt is not None:
+                self.interrupt.check()
             self.check()
             try:
                 item = self.queue.get(timeout=poll_s)

@@ -43,6 +43,7 @@ from envs import make_envs  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
 from rltrain.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs, parse_args  # noqa: E402
+from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.logger import Logger  # noqa: E402
 from rltrain.runtime import make_run_dir, select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
@@ -224,7 +225,8 @@ def main(args: Args) -> dict:
         actors.append(Actor(i, envs, policy, params, traj_queue, stop, num_envs=width, num_steps=T,
                             obs_shape=info.obs_shape, obs_dtype=obs_dtype, action_shape=info.action_shape,
                             action_dtype=act_dtype, device=device, clip_action=clip_action))
-    pool = ActorPool(actors, traj_queue, stop)
+    interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks
+    pool = ActorPool(actors, traj_queue, stop, interrupt)
     timer, table = PhaseTimer(device), PhaseTable()
     start_time, start_step = time.perf_counter(), global_step
     update, in_update, interrupted = start_update, False, False
@@ -286,6 +288,7 @@ def main(args: Args) -> dict:
         return loss, stats
 
     try:
+        interrupt.install()
         pool.start()
         for update in range(start_update + 1, num_updates + 1):
             t_iter = time.perf_counter()
@@ -382,6 +385,7 @@ def main(args: Args) -> dict:
             checkpoint(run_dir / "checkpoints" / "latest.pt", update - 1)
     finally:
         pool.close()
+        interrupt.restore()
         for envs in env_list:
             envs.close() if hasattr(envs, "close") else None
         if sys.exc_info()[0] is not None:

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from agents import make_agent  # noqa: E402
 from envs.async_collector import TrajectoryAssembler  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer  # noqa: E402
+from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 
 
 class FakeAsyncEnv:
@@ -155,6 +156,35 @@ def test_close_never_hangs_with_a_full_queue():
     t0 = time.time()
     pool.close()
     assert time.time() - t0 < 5 and not pool.actors[0].is_alive()
+
+
+def test_graceful_interrupt_defers_the_first_ctrl_c():
+    before = signal.getsignal(signal.SIGINT)
+    with GracefulInterrupt() as interrupt:
+        signal.raise_signal(signal.SIGINT)  # only recorded
+        assert interrupt.requested
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.check()
+        with pytest.raises(KeyboardInterrupt):  # a second Ctrl-C is not deferred
+            signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_ctrl_c_surfaces_in_get_and_close_still_works():
+    """A deferred Ctrl-C is raised by get() between polls, with the queue's locks free."""
+    env = FakeAsyncEnv(4, 2)
+    q, stop = queue.Queue(maxsize=1), threading.Event()
+    interrupt = GracefulInterrupt()
+    pool = ActorPool([_make_actor(env, 4, 2, q, stop)], q, stop, interrupt)
+    pool.start()
+    pool.get()
+    interrupt.requested = True
+    with pytest.raises(KeyboardInterrupt):
+        pool.get()
+    t0 = time.time()
+    pool.close()
+    assert time.time() - t0 < 5 and not pool.actors[0].is_alive()
+    assert not q.mutex.locked()
 
 
 def test_param_server_versions():
