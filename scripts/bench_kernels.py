@@ -233,6 +233,48 @@ def host_us(fn, device, calls: int) -> float:
     return 1e6 * (time.perf_counter() - t0) / calls
 
 
+GRAPH_CALLS = 20  # calls captured in one CUDA graph for graph_us
+
+
+def graph_us(fn, device, floor_us: float, calls: int = GRAPH_CALLS, replays: int = 10) -> Optional[float]:
+    """Device-only time per call: ``calls`` calls captured in one CUDA graph, replayed (median of
+    ``replays``, CUDA events). No host work between the kernels, so for short calls this is the
+    device time that ``time_us`` (whose host launch can outlast do_bench's L2 flush) and
+    ``host_us`` (host-bound) cannot show. ``None`` on the CPU, when capture fails (e.g. an impl
+    that syncs), or when the result is below ``floor_us`` (the byte floor at the copy bandwidth:
+    a replay that fast did not do the work).
+    """
+    if torch.device(device).type != "cuda":
+        return None
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm allocator and caches off the capture
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(replays):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(1e3 * start.elapsed_time(end) / calls)
+        del graph
+        us = statistics.median(times)
+        return us if us >= floor_us else None
+    except Exception:  # noqa: BLE001 - an impl that cannot be captured has no graph time
+        torch.cuda.synchronize()
+        return None
+
+
 def copy_bandwidth(device, nbytes: int, warmup_ms: float, rep_ms: float) -> float:
     """Device-to-device copy bandwidth in GB/s (bytes read + bytes written)."""
     n = nbytes // 4
@@ -324,6 +366,8 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
                 row["frac_of_copy"] = row["gbps"] / copy_gbs
             if us <= opts.host_max_us:
                 row["host_us"] = host_us(call, device, opts.host_calls)
+                floor_us = row["bytes"] / (copy_gbs * 1e9) * 1e6 if copy_gbs else 0.0
+                row["graph_us"] = graph_us(call, device, floor_us)
         except Exception as exc:  # noqa: BLE001 - one failing impl must not kill the run
             row.update(status="error", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
             if opts.verbose:
@@ -393,7 +437,7 @@ def environment(opts, copy_gbs) -> dict:
     return meta
 
 
-CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "device_us", "host_us", "gbps",
+CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "device_us", "host_us", "graph_us", "gbps",
               "frac_of_copy", "rel_err", "ref_kind", "speedup_vs_sequential", "speedup_vs_compile",
               "speedup_vs_loop", "bytes", "first_call_s", "config", "n_input_sets", "check_envs", "note", "error"]
 
@@ -453,14 +497,15 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     lines.append(f"device-to-device copy: {cg:.0f} GB/s (read + write)  " if cg else "copy bandwidth: not measured  ")
     lines.append("Times: median device time per call in us (do_bench, L2 flushed). `x seq` etc.: fused speedup over "
                  "that baseline. `%copy`: fused GB/s (inputs read once + outputs written once) over the copy. "
-                 "`host`: wall us per call, back-to-back (small shapes). Shapes are N x T.")
+                 "`host`: wall us per call, back-to-back (small shapes). `graph`: device-only us per call, "
+                 "replayed from a CUDA graph of 20 calls (small shapes). Shapes are N x T.")
     lines.append("")
     cells = _groups(rows)
     ests = list(dict.fromkeys(k[0] for k in cells))
     for est in ests:
         lines += [f"## {est}", "",
-                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | rel err |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | graph triton | graph sequential | rel err |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for key, impls in cells.items():
             if key[0] != est:
                 continue
@@ -472,6 +517,7 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                 f"| {N}x{T} | {layout} | {dt} | " + " | ".join(_fmt_us(impls.get(i)) for i in IMPLS) + " | "
                 + " | ".join(_fmt_x(tr.get(f"speedup_vs_{b}")) for b in BASELINES)
                 + f" | {_fmt(frac, '{:.0%}')} | {_fmt(tr.get('host_us'), '{:.1f}')}"
+                + f" | {_fmt(tr.get('graph_us'), '{:.1f}')} | {_fmt(impls.get('sequential', {}).get('graph_us'), '{:.1f}')}"
                 + f" | {_fmt(max(errs) if errs else None, '{:.0e}')} |")
         lines.append("")
     bad = [r for r in rows if r.get("status") in ("error", "WRONG")]

@@ -39,6 +39,8 @@ def _check_run(result, out: Path, estimators, shapes, impls):
                 assert r["rel_err"] < 1e-5, r
                 assert r["device_us"] > 0 and r["gbps"] > 0 and r["bytes"] > 0
                 assert math.isfinite(r["device_us"])
+                if "host_us" in r:
+                    assert r["graph_us"] is None  # no CUDA graph on the CPU: no device-only time is reported
             elif r["status"] == "skipped":
                 assert r.get("note")
             else:
