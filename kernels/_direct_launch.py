@@ -21,6 +21,7 @@ the interpreter) falls back to the ordinary ``kernel[grid](...)`` launch, which 
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from typing import Optional
 
 import torch
@@ -46,6 +47,11 @@ def _launch_hooks_active() -> bool:
 
 def _current_stream(device_index: int) -> int:
     return triton.runtime.driver.active.get_current_stream(device_index)
+
+
+def _device_scope(index: int):
+    """Make CUDA device ``index`` current for a launch (a no-op when it already is)."""
+    return nullcontext() if torch.cuda.current_device() == index else torch.cuda.device(index)
 
 
 class DirectLauncher:
@@ -106,11 +112,7 @@ class DirectLauncher:
         for i, p in zip(self.tensor_pos, pointers):
             full[i] = p
         try:
-            if torch.cuda.current_device() != index:
-                with torch.cuda.device(index):
-                    run(programs, 1, 1, _current_stream(index), function, metadata, None, None, None, *full,
-                        *constexpr_values)
-            else:
+            with _device_scope(index):
                 run(programs, 1, 1, _current_stream(index), function, metadata, None, None, None, *full,
                     *constexpr_values)
         except TypeError:  # the launcher parses its arguments before launching: nothing ran
@@ -129,7 +131,6 @@ class DirectLauncher:
         self.entries[key] = entry
 
     def _launch_through_triton(self, programs, device, args, constexprs, num_warps):
-        if device.type == "cuda" and device.index is not None and torch.cuda.current_device() != device.index:
-            with torch.cuda.device(device.index):
-                return self.kernel[(programs,)](*args, **constexprs, num_warps=num_warps)
-        return self.kernel[(programs,)](*args, **constexprs, num_warps=num_warps)
+        scope = _device_scope(device.index) if device.type == "cuda" and device.index is not None else nullcontext()
+        with scope:
+            return self.kernel[(programs,)](*args, **constexprs, num_warps=num_warps)

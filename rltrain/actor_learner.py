@@ -40,8 +40,8 @@ import torch
 import torch.nn as nn
 
 from envs.async_collector import Trajectory, TrajectoryAssembler
-from rltrain.interrupt import GracefulInterrupt
 from envs.episode_stats import EpisodeStats
+from rltrain.interrupt import GracefulInterrupt
 from rltrain.rollout import HostToDevice
 from rltrain.timers import PhaseTimer
 
