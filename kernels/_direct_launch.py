@@ -34,7 +34,7 @@ _MAX_ENTRIES = 512  # distinct call signatures kept per kernel (a training loop 
 _RUNTIME_KNOBS = getattr(getattr(triton, "knobs", None), "runtime", None)
 
 
-def _launch_hooks_active() -> bool:
+def launch_hooks_active() -> bool:
     """True when a profiler has installed Triton launch enter/exit hooks (they need Triton's launch).
 
     Triton keeps ``None`` or an empty ``HookChain`` when no hook is set.
@@ -45,11 +45,11 @@ def _launch_hooks_active() -> bool:
         exit_ is not None and bool(getattr(exit_, "calls", True)))
 
 
-def _current_stream(device_index: int) -> int:
+def current_stream(device_index: int) -> int:
     return triton.runtime.driver.active.get_current_stream(device_index)
 
 
-def _device_scope(index: int):
+def device_scope(index: int):
     """Make CUDA device ``index`` current for a launch (a no-op when it already is)."""
     return nullcontext() if torch.cuda.current_device() == index else torch.cuda.device(index)
 
@@ -86,12 +86,14 @@ class DirectLauncher:
         if set(self.constexpr_names) != set(constexprs):
             self.enabled = False
 
-    def __call__(self, programs: int, device: torch.device, args: tuple, constexprs: dict, num_warps: int) -> None:
+    def __call__(self, programs: int, device: torch.device, args: tuple, constexprs: dict, num_warps: int):
+        """Launch; returns the compiled kernel's ``(run, function, packed_metadata, device_index,
+        constexpr_values)`` when this launcher knows it (``None`` after a fallback launch)."""
         if self.tensor_pos is None:
             self._learn_layout(args, constexprs)
-        if not self.enabled or _launch_hooks_active():
+        if not self.enabled or launch_hooks_active():
             self._launch_through_triton(programs, device, args, constexprs, num_warps)
-            return
+            return None
         index = device.index if device.index is not None else torch.cuda.current_device()
         pointers = [args[i].data_ptr() for i in self.tensor_pos]
         constexpr_values = tuple([constexprs[name] for name in self.constexpr_names])
@@ -105,32 +107,35 @@ class DirectLauncher:
         )
         entry = self.entries.get(key)
         if entry is None:
-            self._record(key, programs, device, args, constexprs, num_warps)
-            return
+            entry = self._record(key, programs, device, args, constexprs, num_warps)
+            return None if entry is None else (*entry, index, constexpr_values)
         run, function, metadata = entry
         full = list(args)
         for i, p in zip(self.tensor_pos, pointers):
             full[i] = p
         try:
-            with _device_scope(index):
-                run(programs, 1, 1, _current_stream(index), function, metadata, None, None, None, *full,
+            with device_scope(index):
+                run(programs, 1, 1, current_stream(index), function, metadata, None, None, None, *full,
                     *constexpr_values)
         except TypeError:  # the launcher parses its arguments before launching: nothing ran
             self.enabled = False
             self._launch_through_triton(programs, device, args, constexprs, num_warps)
+            return None
+        return (*entry, index, constexpr_values)
 
-    def _record(self, key, programs, device, args, constexprs, num_warps) -> None:
+    def _record(self, key, programs, device, args, constexprs, num_warps) -> Optional[tuple]:
         compiled = self._launch_through_triton(programs, device, args, constexprs, num_warps)
         try:
             entry = (compiled.run, compiled.function, compiled.packed_metadata)
         except AttributeError:  # a Triton whose compiled kernels look different: keep its own launch
             self.enabled = False
-            return
+            return None
         if len(self.entries) >= _MAX_ENTRIES:
             self.entries.clear()
         self.entries[key] = entry
+        return entry
 
     def _launch_through_triton(self, programs, device, args, constexprs, num_warps):
-        scope = _device_scope(device.index) if device.type == "cuda" and device.index is not None else nullcontext()
+        scope = device_scope(device.index) if device.type == "cuda" and device.index is not None else nullcontext()
         with scope:
             return self.kernel[(programs,)](*args, **constexprs, num_warps=num_warps)

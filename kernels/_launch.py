@@ -9,7 +9,7 @@ otherwise :func:`choose_config` picks one from the shape.
 
 from __future__ import annotations
 
-import math
+import importlib
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,6 +17,7 @@ from typing import Optional
 
 import torch
 
+from kernels import _replay
 from kernels._direct_launch import DirectLauncher
 from kernels._triton import INTERPRET, tl, triton
 
@@ -44,26 +45,51 @@ class LaunchConfig:
 
 
 @lru_cache(maxsize=4096)
-def choose_config(T: int, N: int, time_contiguous: bool) -> LaunchConfig:
-    """Default block shape for a ``[T, N]`` problem.
+def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False) -> LaunchConfig:
+    """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
+    (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
-    ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis): then longer time
-    chunks and fewer environments per program keep the loads contiguous. Short sequences fit in one
-    chunk (no look-back); longer ones are split into tiles joined by look-back so that the whole GPU
-    works even when there are few environments.
+    ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis); ``wide_scan``
+    for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles.
+
+    * ``[N, T]``, T <= 256: one warp per program, short contiguous rows of a few environments.
+    * ``[N, T]``, longer: one environment per program walking time in long contiguous chunks,
+      without look-back while there are enough environments to fill the GPU (the best shape in
+      every sweep from 128 environments up); few environments with long sequences use look-back.
+    * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
+    * ``[T, N]``, longer: small one-warp look-back tiles (16 x 64; 8 x 32 for V-trace), which beat
+      every larger tile in the sweeps from 512 environments up; fewer environments take long
+      look-back tiles.
     """
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
     if INTERPRET:  # the interpreter's cost is per program and per chunk: use big tiles
         return LaunchConfig(min(128, t_pow2), min(64, n_pow2), lookback=True)
     if time_contiguous:
-        return LaunchConfig(min(128, t_pow2), min(16, n_pow2), lookback=True)
+        if T <= 256:  # tiles of ~512 elements (~128 for V-trace), and at least ~256 programs
+            block_t = min(t_pow2, 64 if wide_scan else 128)
+            block_n = min((128 if wide_scan else 512) // block_t, max(1, n_pow2 // 256))
+            return LaunchConfig(block_t, max(1, block_n), num_warps=1)
+        if N >= 128 or T <= 2048:
+            block_t = min(t_pow2, 1024 if N >= 512 else 4096)
+            return LaunchConfig(block_t, 1, num_warps=min(8, block_t // 256))
+        return LaunchConfig(2048, 1, num_warps=8, lookback=True)
+    if T <= 32:
+        return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
-        return LaunchConfig(t_pow2, min(n_pow2, max(16, 2048 // t_pow2)))
-    return LaunchConfig(64, min(32, n_pow2), lookback=True)
+        return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
+    if N >= 512:
+        return LaunchConfig(8, 32, num_warps=1, lookback=True) if wide_scan else LaunchConfig(16, 64, 1, True)
+    return LaunchConfig(256, min(16, n_pow2), num_warps=4, lookback=True)
 
 
-def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple, **constexprs) -> None:
+def wide_scan(estimator: str) -> bool:
+    """Whether ``estimator``'s kernel scans four values per step (its module's ``WIDE_SCAN``)."""
+    return getattr(importlib.import_module(f"kernels.{estimator}"), "WIDE_SCAN", False)
+
+
+def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple, *,
+           wide_scan: bool = False, **constexprs) -> None:
     """Launch an estimator kernel: its tensor arguments, the look-back workspace, sizes, coefficients.
 
     ``config=None`` takes :func:`choose_config`'s block shape for the problem; ``tensors[:3]`` is
@@ -76,7 +102,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     """
     T, N = batch.T, batch.N
     if config is None:
-        config = choose_config(T, N, tensors[1] == 1 and N > 1)
+        config = choose_config(T, N, tensors[1] == 1 and N > 1, wide_scan)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
@@ -92,7 +118,11 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                       LOOKBACK=lookback)
-    launcher(programs, batch.device, (*tensors, ws, flags, T, N, *coefficients), constexprs, config.num_warps)
+    args = (*tensors, ws, flags, T, N, *coefficients)
+    compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
+    if compiled is not None and _replay.is_recording():
+        scratch = ((flags, True), (ws, False)) if lookback else ()
+        _replay.record(_replay.Launch(*compiled[:3], programs, compiled[3], args, compiled[4], scratch))
 
 
 _LAUNCHERS: dict = {}  # kernel -> its DirectLauncher
@@ -103,22 +133,17 @@ def accumulator(dtype: torch.dtype):
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 
-_FLOAT32_MAX = 3.4028234663852886e38
-
-
 @lru_cache(maxsize=1024)
-def scalars(*values: float) -> tuple[float, ...]:
-    """Each Python float as two float32 kernel arguments ``(hi, lo)`` with ``hi + lo == value``.
+def scalars(*values: float) -> tuple[int, ...]:
+    """Each Python float as two int32 kernel arguments: the high and low halves of its float64 bits.
 
-    Triton passes Python floats as float32; float64 inputs must be computed with float64
-    coefficients, so the kernel rebuilds each one as ``hi + lo`` in its accumulator type
-    (``_scan.scalar``): exact to about 2^-48 relative, and free in the float32 case.
+    Triton passes Python floats as float32, which would round float64 coefficients and flush those
+    below float32's range to zero; the kernels rebuild each value bit for bit from its halves
+    (``_scan.scalar``) and round it once to their accumulator type. The halves are declared
+    ``do_not_specialize`` (``_scan.coefficient_kernel``), so new values never recompile a kernel.
     """
     out = []
     for value in values:
-        value = max(-_FLOAT32_MAX, min(_FLOAT32_MAX, value))  # only huge clipping thresholds are clamped
-        hi = struct.unpack("f", struct.pack("f", value))[0]
-        if abs(hi) > _FLOAT32_MAX:  # rounded up past float32's range
-            hi = math.copysign(_FLOAT32_MAX, value)
-        out += [hi, value - hi]
+        bits = struct.unpack("<q", struct.pack("<d", value))[0]
+        out += [bits >> 32, ((bits & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000]
     return tuple(out)

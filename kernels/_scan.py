@@ -20,6 +20,8 @@ Masked rows (past the end of time) are the identity map ``(0, 1)``, so they neve
 
 from __future__ import annotations
 
+import inspect
+
 from kernels._triton import tl, triton
 
 
@@ -41,10 +43,19 @@ def affine_then_with_previous(a1, b1, e1, f1, a2, b2, e2, f2):
     return a2 + b2 * a1, b1 * b2, e2 + f2 * a1, f2 * b1
 
 
+def coefficient_kernel(fn):
+    """``triton.jit`` for an estimator kernel whose ``*_hi``/``*_lo`` arguments carry a coefficient's
+    bits (``_launch.scalars``): they are not specialised on their values, so any coefficient
+    reuses the compiled kernel."""
+    halves = [name for name in inspect.signature(fn).parameters if name.endswith(("_hi", "_lo"))]
+    return triton.jit(fn, do_not_specialize=halves)
+
+
 @triton.jit
 def scalar(hi, lo, DTYPE: tl.constexpr):
-    """A float coefficient passed as two float32 halves (``_launch.scalars``), in ``DTYPE``."""
-    return (tl.zeros((), DTYPE) + hi) + lo
+    """A float coefficient from the two halves of its float64 bits (``_launch.scalars``), in ``DTYPE``."""
+    bits = (hi.to(tl.int64) << 32) | (lo.to(tl.int64) & 0xFFFFFFFF)
+    return bits.to(tl.float64, bitcast=True).to(DTYPE)
 
 
 @triton.jit
@@ -64,23 +75,28 @@ def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexp
 
 
 @triton.jit
+def tile_pointers(ptr, t, n, stride_t, stride_n):
+    """``ptr[t, n]`` for a ``[BLOCK_T, BLOCK_N]`` tile: a pointer per row plus an offset per column,
+    so each element costs one 64-bit add (the products are per row and per column)."""
+    rows = ptr + t.to(tl.int64) * stride_t
+    return rows[:, None] + (n.to(tl.int64) * stride_n)[None, :]
+
+
+@triton.jit
 def load_tile(ptr, t, n, stride_t, stride_n, mask, DTYPE: tl.constexpr):
     """Load a ``[BLOCK_T, BLOCK_N]`` tile of a time-major view, converted to ``DTYPE``; 0 where masked."""
-    offsets = t[:, None].to(tl.int64) * stride_t + n[None, :].to(tl.int64) * stride_n
-    return tl.load(ptr + offsets, mask=mask, other=0).to(DTYPE)
+    return tl.load(tile_pointers(ptr, t, n, stride_t, stride_n), mask=mask, other=0).to(DTYPE)
 
 
 @triton.jit
 def load_flags(ptr, t, n, stride_t, stride_n, mask):
     """Load a tile of 0/1 flags (bool viewed as uint8, integer or float) as booleans."""
-    offsets = t[:, None].to(tl.int64) * stride_t + n[None, :].to(tl.int64) * stride_n
-    return tl.load(ptr + offsets, mask=mask, other=0) != 0
+    return tl.load(tile_pointers(ptr, t, n, stride_t, stride_n), mask=mask, other=0) != 0
 
 
 @triton.jit
 def store_tile(ptr, value, t, n, stride_t, stride_n, mask):
-    offsets = t[:, None].to(tl.int64) * stride_t + n[None, :].to(tl.int64) * stride_n
-    tl.store(ptr + offsets, value.to(ptr.dtype.element_ty), mask=mask)
+    tl.store(tile_pointers(ptr, t, n, stride_t, stride_n), value.to(ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -118,10 +134,15 @@ def tile_schedule(counter_ptr, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexp
 
 
 @triton.jit
-def _publish(ws, flag, slot, values, chunk, num_chunks, n, n_ok, N, state):
-    """Write one per-environment vector of this tile to ``ws[slot, chunk]`` and raise its flag to ``state``."""
+def _store_plane(ws, slot, values, chunk, num_chunks, n, n_ok, N):
+    """Write one per-environment vector of this tile to ``ws[slot, chunk]``."""
     row = (wide(slot) * num_chunks + chunk) * N
     tl.store(ws + row + n, values, mask=n_ok)
+
+
+@triton.jit
+def _raise_flag(flag, state):
+    """Make this tile's stores so far visible, then set its flag to ``state`` (1 or 2)."""
     tl.debug_barrier()
     tl.atomic_xchg(flag, state, sem="release")
 
@@ -136,7 +157,7 @@ def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
 def carry_in(
     A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr
 ):
-    """The value carried into this tile, found by decoupled look-back over the earlier tiles.
+    """The values carried into and out of this tile; the first found by decoupled look-back.
 
     ``(A, B)`` is the tile's scanned maps and ``carry`` the recurrence's initial value. The tile
     first publishes its aggregate map (flag 1), then walks back over its predecessors in walking
@@ -153,8 +174,9 @@ def carry_in(
     agg_b = edge_row(B, BLOCK_T, REVERSE)
     my_flag = flags + 1 + wide(chunk) * n_blocks + block
     if chunk > 0:
-        _publish(ws, my_flag, 0, agg_a, chunk, num_chunks, n, n_ok, N, 1)
-        _publish(ws, my_flag, 1, agg_b, chunk, num_chunks, n, n_ok, N, 1)
+        _store_plane(ws, 0, agg_a, chunk, num_chunks, n, n_ok, N)
+        _store_plane(ws, 1, agg_b, chunk, num_chunks, n, n_ok, N)
+        _raise_flag(my_flag, 1)  # only once both halves of the aggregate are written
         acc_a = tl.zeros_like(agg_a)
         acc_b = acc_a + 1.0
         j = chunk - 1
@@ -171,8 +193,10 @@ def carry_in(
                 acc_a = acc_a + acc_b * _read(ws, 0, j, num_chunks, n, n_ok, N)
                 acc_b = acc_b * _read(ws, 1, j, num_chunks, n, n_ok, N)
                 j -= 1
-    _publish(ws, my_flag, 2, agg_a + agg_b * carry, chunk, num_chunks, n, n_ok, N, 2)
-    return carry
+    carry_out = agg_a + agg_b * carry
+    _store_plane(ws, 2, carry_out, chunk, num_chunks, n, n_ok, N)
+    _raise_flag(my_flag, 2)
+    return carry, carry_out
 
 
 @triton.jit
@@ -198,9 +222,12 @@ def scan_chunk(
     """
     A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
     if LOOKBACK:
-        carry = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE)
-    y = A + B * carry[None, :]
-    return y, edge_row(y, BLOCK_T, REVERSE)
+        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE)
+        y = A + B * carry[None, :]
+    else:
+        y = A + B * carry[None, :]
+        carry_out = edge_row(y, BLOCK_T, REVERSE)
+    return y, carry_out
 
 
 @triton.jit
@@ -222,6 +249,9 @@ def scan_chunk_with_next(
     zero = tl.zeros_like(alpha)
     A, B, E, F = tl.associative_scan((alpha, beta, zero, zero + 1.0), 0, affine_then_with_previous, reverse=True)
     if LOOKBACK:
-        carry = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True)
-    y = A + B * carry[None, :]
-    return y, E + F * carry[None, :], edge_row(y, BLOCK_T, True)
+        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True)
+        y = A + B * carry[None, :]
+    else:
+        y = A + B * carry[None, :]
+        carry_out = edge_row(y, BLOCK_T, True)
+    return y, E + F * carry[None, :], carry_out

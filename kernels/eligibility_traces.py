@@ -17,10 +17,11 @@ import torch
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
-from kernels._triton import runs_triton, tl, triton
+from kernels._replay import replayable
+from kernels._triton import runs_triton, tl
 
 
-@triton.jit
+@_scan.coefficient_kernel
 def _eligibility_traces_kernel(
     x_ptr,
     s_x_t,
@@ -74,6 +75,7 @@ def validate(inputs, dones, *, gamma=0.99, lam=0.95, initial=None, time_dim=0) -
     return b, coefficients
 
 
+@replayable
 def eligibility_traces(
     inputs: torch.Tensor,
     dones: torch.Tensor,

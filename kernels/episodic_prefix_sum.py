@@ -17,6 +17,7 @@ import torch
 from kernels import _scan, reference
 from kernels._args import Batch
 from kernels._launch import LaunchConfig, launch
+from kernels._replay import replayable
 from kernels._triton import runs_triton, tl, triton
 
 BOUNDARIES = ("ends_at", "starts_at")
@@ -76,6 +77,7 @@ def validate(inputs, dones, *, initial=None, boundary="ends_at", time_dim=0) -> 
     return b, {"boundary": boundary}
 
 
+@replayable
 def episodic_prefix_sum(
     inputs: torch.Tensor,
     dones: torch.Tensor,

@@ -21,10 +21,11 @@ import torch
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
-from kernels._triton import runs_triton, tl, triton
+from kernels._replay import replayable
+from kernels._triton import runs_triton, tl
 
 
-@triton.jit
+@_scan.coefficient_kernel
 def _gae_kernel(
     r_ptr,
     s_r_t,
@@ -113,6 +114,7 @@ def validate(
     return b, coefficients
 
 
+@replayable
 def gae(
     rewards: torch.Tensor,
     values: torch.Tensor,

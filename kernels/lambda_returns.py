@@ -19,10 +19,11 @@ import torch
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
-from kernels._triton import runs_triton, tl, triton
+from kernels._replay import replayable
+from kernels._triton import runs_triton, tl
 
 
-@triton.jit
+@_scan.coefficient_kernel
 def _lambda_returns_kernel(
     r_ptr,
     s_r_t,
@@ -89,6 +90,7 @@ def validate(
     return b, coefficients
 
 
+@replayable
 def lambda_returns(
     rewards: torch.Tensor,
     next_values: torch.Tensor,

@@ -16,6 +16,7 @@ import torch
 from kernels import _scan, reference
 from kernels._args import Batch
 from kernels._launch import LaunchConfig, launch
+from kernels._replay import replayable
 from kernels._triton import runs_triton, tl, triton
 
 
@@ -69,6 +70,7 @@ def validate(alpha, beta, *, reverse=False, initial=None, time_dim=0) -> tuple[B
     return b, {"reverse": reverse}
 
 
+@replayable
 def linear_scan(
     alpha: torch.Tensor,
     beta: torch.Tensor,

@@ -22,10 +22,11 @@ import torch
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
-from kernels._triton import runs_triton, tl, triton
+from kernels._replay import replayable
+from kernels._triton import runs_triton, tl
 
 
-@triton.jit
+@_scan.coefficient_kernel
 def _retrace_kernel(
     r_ptr,
     s_r_t,
@@ -118,6 +119,7 @@ def validate(
     return b, coefficients
 
 
+@replayable
 def retrace(
     rewards: torch.Tensor,
     q_taken: torch.Tensor,

@@ -23,10 +23,14 @@ import torch
 from kernels import _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
-from kernels._triton import runs_triton, tl, triton
+from kernels._replay import replayable
+from kernels._triton import runs_triton, tl
 
 
-@triton.jit
+WIDE_SCAN = True  # the kernel scans four values per step (x and x_{t+1}): smaller tiles (_launch.choose_config)
+
+
+@_scan.coefficient_kernel
 def _vtrace_kernel(
     r_ptr,
     s_r_t,
@@ -151,6 +155,7 @@ def validate(
     return b, coefficients
 
 
+@replayable
 def vtrace(
     rewards: torch.Tensor,
     values: torch.Tensor,
@@ -227,6 +232,7 @@ def vtrace(
                 *b.strides(pg_adv),
             ),
             scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
+            wide_scan=WIDE_SCAN,
             HAS_TRUNC=truncated is not None,
             HAS_NEXT=next_values is not None,
         )

@@ -19,6 +19,10 @@ CPU (CI, tiny grid)::
 
     python scripts/bench_kernels.py --cpu --out /tmp/bench
 
+Recompute the ratios and tables of a finished run (anywhere)::
+
+    python scripts/bench_kernels.py --render docs/bench/results.json
+
 Outputs in ``--out`` (default docs/bench/): results.json, results.csv, results.md, speedup_<est>.png.
 Shapes are written ``NxT`` (environments x time steps) everywhere.
 """
@@ -48,7 +52,7 @@ if str(ROOT) not in sys.path:
 
 import kernels  # noqa: E402
 from kernels import reference as R  # noqa: E402
-from kernels._launch import choose_config  # noqa: E402
+from kernels._launch import choose_config, wide_scan  # noqa: E402
 from kernels._triton import runs_triton, triton  # noqa: E402
 from kernels.backends import get_backend  # noqa: E402
 
@@ -292,9 +296,9 @@ def impl_fn(impl: str, est: str):
     return getattr(get_backend(impl), est)
 
 
-def launch_config(impl, N, T, layout, device) -> str:
+def launch_config(impl, est, N, T, layout, device) -> str:
     if impl == "triton":
-        c = choose_config(T, N, layout == "nt" and N > 1)
+        c = choose_config(T, N, layout == "nt" and N > 1, wide_scan(est))
     elif impl == "sequential":
         from kernels.baselines.sequential import _num_sms, sequential_config
 
@@ -323,7 +327,7 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
     in_bytes = sum(t.numel() * t.element_size() for t in itertools.chain(sets[0][0], sets[0][1].values())
                    if isinstance(t, torch.Tensor))
     for impl in impls:
-        row = dict(base, impl=impl, config=launch_config(impl, N, T, layout, device))
+        row = dict(base, impl=impl, config=launch_config(impl, est, N, T, layout, device))
         rows.append(row)
         if impl == "loop" and T > LOOP_MAX_T:
             row.update(status="skipped", note=f"loop: T > {LOOP_MAX_T}")
@@ -375,15 +379,24 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
             if isinstance(exc, torch.cuda.OutOfMemoryError):
                 torch.cuda.empty_cache()
     del sets
-    times = {r["impl"]: r.get("device_us") for r in rows}
-    for r in rows:
-        if r.get("device_us"):
-            for b in BASELINES:
-                if times.get(b) and b != r["impl"]:
-                    r[f"speedup_vs_{b}"] = times[b] / r["device_us"]
+    add_ratios(rows)
     if torch.device(device).type == "cuda" and nbytes > 2**30:
         torch.cuda.empty_cache()
     return rows
+
+
+def add_ratios(rows: list[dict]) -> None:
+    """Speedups over each baseline within each cell: ``speedup_vs_<b>`` from the do_bench times and,
+    where both impls have one, ``graph_speedup_vs_<b>`` from the CUDA-graph (device-only) times,
+    which is the kernel-to-kernel ratio at short shapes, where do_bench also counts host time."""
+    for impls in _groups(rows).values():
+        for r in impls.values():
+            for b, base in ((b, impls.get(b)) for b in BASELINES):
+                if base is None or b == r["impl"]:
+                    continue
+                for field, prefix in (("device_us", "speedup_vs_"), ("graph_us", "graph_speedup_vs_")):
+                    if r.get(field) and base.get(field):
+                        r[prefix + b] = base[field] / r[field]
 
 
 def plan(opts) -> list[tuple]:
@@ -439,7 +452,7 @@ def environment(opts, copy_gbs) -> dict:
 
 CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "device_us", "host_us", "graph_us", "gbps",
               "frac_of_copy", "rel_err", "ref_kind", "speedup_vs_sequential", "speedup_vs_compile",
-              "speedup_vs_loop", "bytes", "first_call_s", "config", "n_input_sets", "check_envs", "note", "error"]
+              "speedup_vs_loop", "graph_speedup_vs_sequential", "graph_speedup_vs_compile", "bytes", "first_call_s", "config", "n_input_sets", "check_envs", "note", "error"]
 
 
 def write_results(out: Path, meta: dict, rows: list[dict], *, final: bool = False, plots: bool = True) -> None:
@@ -498,14 +511,16 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     lines.append("Times: median device time per call in us (do_bench, L2 flushed). `x seq` etc.: fused speedup over "
                  "that baseline. `%copy`: fused GB/s (inputs read once + outputs written once) over the copy. "
                  "`host`: wall us per call, back-to-back (small shapes). `graph`: device-only us per call, "
-                 "replayed from a CUDA graph of 20 calls (small shapes). Shapes are N x T.")
+                 "replayed from a CUDA graph of 20 calls (small shapes); `graph x seq`: the speedup on those "
+                 "times (where the host call outlasts do_bench's cache flush, do_bench counts host time too). "
+                 "Shapes are N x T.")
     lines.append("")
     cells = _groups(rows)
     ests = list(dict.fromkeys(k[0] for k in cells))
     for est in ests:
         lines += [f"## {est}", "",
-                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | graph triton | graph sequential | rel err |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | graph triton | graph sequential | graph x seq | graph x compile | rel err |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for key, impls in cells.items():
             if key[0] != est:
                 continue
@@ -518,6 +533,7 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                 + " | ".join(_fmt_x(tr.get(f"speedup_vs_{b}")) for b in BASELINES)
                 + f" | {_fmt(frac, '{:.0%}')} | {_fmt(tr.get('host_us'), '{:.1f}')}"
                 + f" | {_fmt(tr.get('graph_us'), '{:.1f}')} | {_fmt(impls.get('sequential', {}).get('graph_us'), '{:.1f}')}"
+                + f" | {_fmt_x(tr.get('graph_speedup_vs_sequential'))} | {_fmt_x(tr.get('graph_speedup_vs_compile'))}"
                 + f" | {_fmt(max(errs) if errs else None, '{:.0e}')} |")
         lines.append("")
     bad = [r for r in rows if r.get("status") in ("error", "WRONG")]
@@ -660,7 +676,21 @@ def parse_args(argv=None):
     return opts
 
 
+def render(path: Path) -> dict:
+    """Recompute the ratios of a results.json and rewrite its results.{json,csv,md} (no GPU needed)."""
+    data = json.loads(Path(path).read_text())
+    add_ratios(data["rows"])
+    write_results(Path(path).parent, data["meta"], data["rows"], final=True, plots=False)
+    return data
+
+
 def main(argv=None) -> dict:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--render"]:
+        if len(argv) != 2:
+            raise SystemExit("usage: bench_kernels.py --render DIR/results.json")
+        return render(Path(argv[1]))
     return run(parse_args(argv))
 
 

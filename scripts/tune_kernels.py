@@ -1,9 +1,16 @@
-"""Sweep the fused kernels' block shapes on the GPU and print the best per shape (JSON lines).
+"""Sweep the fused kernels' block shapes on the GPU and report the fastest per shape (JSON lines).
 
-    python scripts/tune_kernels.py [--estimators gae,vtrace,retrace] [--out tune.jsonl]
+    python scripts/tune_kernels.py --shapes 8192x4096,512x8192 --estimators gae,vtrace,retrace \\
+        --layouts tn,nt --jobs 12 --out tune.jsonl
 
-Each candidate is checked against the float64 reference (first 64 environments) before it is timed
-with ``triton.testing.do_bench`` (median). The winners feed ``kernels/_launch.py``'s table.
+Candidates depend on the layout: with environments contiguous (``tn``) wide tiles over
+environments and short time chunks; with time contiguous (``nt``) long time chunks over few
+environments; each with and without look-back and 2-8 warps, keeping 4-64 elements per thread.
+Every candidate is compiled first by ``--jobs`` worker processes in parallel (they fill Triton's
+on-disk cache), then, in this process alone, checked against the float64 reference (first 64
+environments, the benchmark's check) and timed with the benchmark's ``do_bench`` median. Inputs,
+reference, error and timing are ``scripts/bench_kernels.py``'s, so a tuned figure is comparable with
+the benchmark's. The winners feed ``kernels/_launch.py:choose_config``.
 """
 
 from __future__ import annotations
@@ -11,157 +18,147 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import multiprocessing
+import sys
 import time
+from pathlib import Path
 
 import torch
-import triton.testing
 
-import kernels
-from kernels import LaunchConfig, reference
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_kernels as B  # noqa: E402
 
-SHAPES = [  # (N, T)
-    (32768, 8),
-    (4096, 8),
-    (32768, 16),
-    (4096, 128),
-    (512, 128),
-    (16384, 128),
-    (4096, 1024),
-    (8192, 4096),
-    (128, 4096),
-    (512, 8192),
-    (2048, 2048),
-    (16, 65536),
-    (16, 1048576),
-]
+import kernels  # noqa: E402
+from kernels import LaunchConfig  # noqa: E402
+from kernels._launch import choose_config, wide_scan  # noqa: E402
+from kernels._triton import triton  # noqa: E402
+
+DEFAULT_SHAPES = "8192x4096,512x8192,2048x2048,16x1048576"
+THREADS_PER_WARP = 32
 
 
-def make_inputs(N, T, layout, device="cuda"):
-    shape = (T, N) if layout == "tn" else (N, T)
-    g = torch.Generator(device=device).manual_seed(0)
-
-    def normal():
-        return torch.randn(shape, device=device, generator=g)
-
-    term = torch.rand(shape, device=device, generator=g) < 0.05
-    trunc = torch.rand(shape, device=device, generator=g) < 0.02
-    return dict(
-        r=normal(),
-        v=normal(),
-        lr=0.3 * normal(),
-        q=normal(),
-        eq=normal(),
-        term=term,
-        trunc=trunc,
-        b=torch.randn(N, device=device, generator=g),
-    )
-
-
-def call(name, x, td, config):
-    if name == "gae":
-        return kernels.gae(x["r"], x["v"], x["term"], x["b"], truncated=x["trunc"], time_dim=td, config=config)
-    if name == "vtrace":
-        return kernels.vtrace(
-            x["r"], x["v"], x["lr"], x["term"], x["b"], truncated=x["trunc"], time_dim=td, config=config
-        )
-    if name == "retrace":
-        return kernels.retrace(
-            x["r"], x["q"], x["eq"], x["lr"], x["term"], truncated=x["trunc"], time_dim=td, config=config
-        )
-    raise ValueError(name)
-
-
-def check(name, x, td, out, envs=64):
-    out = out if isinstance(out, tuple) else (out,)
-
-    def sl(t):
-        t = t if td == 0 else t.t()
-        return t[:, :envs].double().cpu()
-
-    if name == "gae":
-        ref = reference.gae(
-            sl(x["r"]), sl(x["v"]), sl(x["term"]), x["b"][:envs].double().cpu(), truncated=sl(x["trunc"])
-        )
-    elif name == "vtrace":
-        ref = reference.vtrace(
-            sl(x["r"]), sl(x["v"]), sl(x["lr"]), sl(x["term"]), x["b"][:envs].double().cpu(), truncated=sl(x["trunc"])
-        )
+def candidates(N: int, T: int, layout: str, sms: int = 132) -> list[LaunchConfig]:
+    """Block shapes worth timing for one problem (see the module docstring); without look-back
+    only those with at least two programs per multiprocessor (``sms``)."""
+    if layout == "tn":
+        block_ts, block_ns = (2, 4, 8, 16, 32, 64, 128, 256), (8, 16, 32, 64, 128, 256, 512, 1024)
     else:
-        ref = (
-            reference.retrace(
-                sl(x["r"]), sl(x["q"]), sl(x["eq"]), sl(x["lr"]), sl(x["term"]), truncated=sl(x["trunc"])
-            ),
-        )
-    return max(((sl(o) - r).norm() / r.norm()).item() for o, r in zip(out, ref))
-
-
-def candidates(N, T):
-    for bt, bn, w, lb in itertools.product((8, 16, 32, 64, 128, 256), (16, 32, 64, 128, 256), (2, 4, 8), (False, True)):
-        if bt > max(8, triton.next_power_of_2(T)) or bn > max(16, triton.next_power_of_2(N)):
+        block_ts, block_ns = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), (1, 2, 4, 8, 16, 32, 64, 128)
+    t_max, n_max = triton.next_power_of_2(T), triton.next_power_of_2(N)
+    out = []
+    for bt, bn, warps, lookback in itertools.product(block_ts, block_ns, (1, 2, 4, 8), (False, True)):
+        per_thread = bt * bn / (warps * THREADS_PER_WARP)
+        # up to 64 per thread when every thread sits on its own environments (time stays in registers)
+        most = 64 if layout == "tn" and bn >= 4 * THREADS_PER_WARP * warps else 32
+        if bt > t_max or bn > max(16, n_max) or not 4 <= per_thread <= most:
             continue
-        if bt * bn > 16384 or bt * bn < 256:
+        if (lookback and bt >= T) or (not lookback and bt < T and triton.cdiv(N, bn) < 2 * sms):
             continue
-        if lb and bt >= T:
-            continue
-        yield LaunchConfig(bt, bn, w, lb)
+        out.append(LaunchConfig(bt, bn, warps, lookback))
+    return out
 
 
-def main():
-    p = argparse.ArgumentParser()
+def _inputs(est, N, T, layout, dtype):
+    return B.make_inputs(est, N, T, layout, B.DTYPES[dtype], "cuda", seed=0)
+
+
+def _compile_worker(tasks):
+    """Call every ``(est, N, T, layout, dtype, config)`` once so that its kernel is compiled and cached."""
+    failures = []
+    inputs = {}
+    for est, N, T, layout, dtype, config in tasks:
+        cell = (est, N, T, layout, dtype)
+        if cell not in inputs:
+            inputs.clear()
+            torch.cuda.empty_cache()
+            inputs[cell] = _inputs(*cell)
+        args, kwargs = inputs[cell]
+        try:
+            getattr(kernels, est)(*args, **kwargs, config=config)
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - reported, and the candidate is skipped later
+            failures.append((cell, vars(config), repr(exc)[:200]))
+    return failures
+
+
+def precompile(cells, jobs: int) -> list:
+    tasks = [(*cell, config) for cell, configs in cells for config in configs]
+    chunks = [tasks[i::jobs] for i in range(jobs)]
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        return [f for part in pool.map(_compile_worker, chunks) for f in part]
+
+
+def tune_cell(cell, configs, copy_gbs: float, opts) -> dict:
+    est, N, T, layout, dtype = cell
+    args, kwargs = _inputs(*cell)
+    refs, k, ref_kind = B.reference_outputs(est, args, kwargs, layout, 64, opts.ref_max_t, "cuda")
+    fn = getattr(kernels, est)
+    nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype])
+    results = []
+    for config in [None, *configs]:
+        label = "default" if config is None else vars(config)
+        try:
+            out = fn(*args, **kwargs, config=config)
+            torch.cuda.synchronize()
+            err = B.rel_err(out if isinstance(out, tuple) else (out,), refs, k, layout)
+            del out
+            if not err <= B.TOL[dtype]:
+                results.append(dict(config=label, status=f"WRONG {err:.1e}"))
+                continue
+            us = B.time_us(lambda: fn(*args, **kwargs, config=config), "cuda", opts.warmup_ms, opts.rep_ms)
+            results.append(dict(config=label, us=us, frac_of_copy=nbytes / (us * 1e-6) / 1e9 / copy_gbs))
+        except Exception as exc:  # noqa: BLE001 - one failing candidate must not end the sweep
+            results.append(dict(config=label, status=repr(exc)[:200]))
+    timed = sorted((r for r in results if "us" in r and r["config"] != "default"), key=lambda r: r["us"])
+    default = next(r for r in results if r["config"] == "default")
+    chosen = choose_config(T, N, layout == "nt" and N > 1, wide_scan(est))
+    return dict(estimator=est, N=N, T=T, layout=layout, dtype=dtype, bytes=nbytes, ref_kind=ref_kind,
+                default=vars(chosen), default_us=default.get("us"), best=timed[0] if timed else None,
+                top=timed[:8], failed=[r for r in results if "status" in r][:8], candidates=len(configs))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", default=DEFAULT_SHAPES, help="comma-separated NxT")
     p.add_argument("--estimators", default="gae,vtrace,retrace")
-    p.add_argument("--layouts", default="tn")
+    p.add_argument("--layouts", default="tn,nt")
+    p.add_argument("--dtype", default="f32", choices=sorted(B.DTYPES))
+    p.add_argument("--jobs", type=int, default=8, help="parallel compile processes")
+    p.add_argument("--budget", type=float, default=300.0, help="seconds; no new cell starts after it")
+    p.add_argument("--warmup-ms", type=float, default=5.0)
+    p.add_argument("--rep-ms", type=float, default=20.0)
+    p.add_argument("--ref-max-t", type=int, default=16384)
     p.add_argument("--out", default="tune.jsonl")
-    p.add_argument("--budget", type=float, default=300.0)
-    args = p.parse_args()
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    opts = parse_args(argv)
     start = time.time()
-    with open(args.out, "w") as f:
-        for layout in args.layouts.split(","):
-            td = 0 if layout == "tn" else 1
-            for N, T in SHAPES:
-                x = make_inputs(N, T, layout)
-                for name in args.estimators.split(","):
-                    if time.time() - start > args.budget:
-                        print("budget exhausted")
-                        return
-                    default_ms = triton.testing.do_bench(
-                        lambda: call(name, x, td, None), warmup=5, rep=20, return_mode="median"
-                    )
-                    results = []
-                    for cfg in candidates(N, T):
-                        try:
-                            out = call(name, x, td, cfg)
-                            torch.cuda.synchronize()
-                            err = check(name, x, td, out)
-                            if not err < 1e-4:
-                                results.append((float("inf"), cfg, f"WRONG {err:.1e}"))
-                                continue
-                            ms = triton.testing.do_bench(
-                                lambda: call(name, x, td, cfg), warmup=5, rep=20, return_mode="median"
-                            )
-                            results.append((ms, cfg, ""))
-                        except Exception as e:  # noqa: BLE001 - record and move on
-                            results.append((float("inf"), cfg, repr(e)[:120]))
-                    results.sort(key=lambda r: r[0])
-                    best = results[0]
-                    rec = dict(
-                        layout=layout,
-                        N=N,
-                        T=T,
-                        est=name,
-                        default_us=default_ms * 1e3,
-                        best_us=best[0] * 1e3,
-                        best=vars(best[1]),
-                        top5=[(r[0] * 1e3, vars(r[1])) for r in results[:5]],
-                        errors=[(vars(r[1]), r[2]) for r in results if r[2]][:5],
-                    )
-                    f.write(json.dumps(rec) + "\n")
-                    f.flush()
-                    print(
-                        f"{layout} N={N:6d} T={T:8d} {name:8s} default {default_ms * 1e3:9.1f}us best {best[0] * 1e3:9.1f}us {best[1]}",
-                        flush=True,
-                    )
-                del x
-                torch.cuda.empty_cache()
+    shapes = [tuple(int(x) for x in s.split("x")) for s in opts.shapes.split(",")]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    cells = [((est, N, T, layout, opts.dtype), candidates(N, T, layout, sms))
+             for N, T in shapes for layout in opts.layouts.split(",") for est in opts.estimators.split(",")]
+    failures = precompile(cells, opts.jobs)
+    print(f"compiled {sum(len(c) for _, c in cells)} candidates in {time.time() - start:.0f} s, "
+          f"{len(failures)} failed", flush=True)
+    copy_gbs = B.copy_bandwidth("cuda", 2 * 2**30, opts.warmup_ms, opts.rep_ms)
+    print(f"copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
+    with open(opts.out, "w") as f:
+        f.write(json.dumps(dict(copy_gbs=copy_gbs, device=torch.cuda.get_device_name(), torch=torch.__version__,
+                                triton=triton.__version__, compile_failures=failures[:20])) + "\n")
+        for cell, configs in cells:
+            if time.time() - start > opts.budget:
+                print("budget exhausted", flush=True)
+                break
+            rec = tune_cell(cell, configs, copy_gbs, opts)
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+            best = rec["best"] or {}
+            print(f"{cell[3]} {cell[1]:6d}x{cell[2]:<8d} {cell[0]:9s} default {rec['default_us'] or float('nan'):8.1f} us"
+                  f" best {best.get('us', float('nan')):8.1f} us ({best.get('frac_of_copy', 0):4.0%} of copy)"
+                  f" {best.get('config')}", flush=True)
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

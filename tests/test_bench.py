@@ -99,3 +99,30 @@ def test_time_budget_stops_new_cells(tmp_path):
                      "--shapes", "4x4", "--impls", "loop", "--time-budget", "0", "--no-copy", "--quiet"])
     assert result["rows"] == [] and len(result["meta"]["not_run"]) == 2
     assert (tmp_path / "results.json").is_file()
+
+
+def _row(impl, device_us, graph_us=None, **cell):
+    return dict(dict(estimator="gae", N=4096, T=128, layout="tn", dtype="f32"), impl=impl, status="ok",
+                device_us=device_us, graph_us=graph_us, **cell)
+
+
+def test_ratios_use_device_only_times_where_both_impls_have_them():
+    rows = [_row("triton", 30.0, 5.0), _row("sequential", 40.0, 20.0), _row("compile", 120.0, None),
+            _row("triton", 100.0, None, T=4096), _row("sequential", 400.0, None, T=4096)]
+    B.add_ratios(rows)
+    fused = rows[0]
+    assert fused["speedup_vs_sequential"] == pytest.approx(40 / 30)
+    assert fused["graph_speedup_vs_sequential"] == pytest.approx(20 / 5)
+    assert fused["speedup_vs_compile"] == pytest.approx(4.0) and "graph_speedup_vs_compile" not in fused
+    assert rows[3]["speedup_vs_sequential"] == pytest.approx(4.0)  # ratios stay within their own cell
+    assert "graph_speedup_vs_sequential" not in rows[3]
+
+
+def test_render_rewrites_the_tables_of_a_finished_run(tmp_path):
+    rows = [_row("triton", 30.0, 5.0), _row("sequential", 40.0, 20.0)]
+    (tmp_path / "results.json").write_text(json.dumps(dict(meta=dict(device_name="H200", copy_gbs=4000.0), rows=rows)))
+    B.main(["--render", str(tmp_path / "results.json")])
+    md = (tmp_path / "results.md").read_text()
+    assert "| 4096x128 | tn | f32 | 30.0 | 40.0 |" in md and "| 4.0x |" in md
+    with open(tmp_path / "results.csv") as f:
+        assert float(next(csv.DictReader(f))["graph_speedup_vs_sequential"]) == pytest.approx(4.0)

@@ -46,7 +46,7 @@ class FakeKernel:
 @pytest.fixture
 def fake(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(_direct_launch, "_current_stream", lambda index: 1234)
+    monkeypatch.setattr(_direct_launch, "current_stream", lambda index: 1234)
     kernel = FakeKernel()
     launcher = DirectLauncher(kernel)
     launcher.enabled = True  # the interpreter disables it; the logic under test is the same
@@ -99,7 +99,7 @@ def test_launch_hooks_force_tritons_launch(fake, monkeypatch):
     kernel, launcher = fake
     x = torch.zeros(64)
     _call(launcher, x)
-    monkeypatch.setattr(_direct_launch, "_launch_hooks_active", lambda: True)
+    monkeypatch.setattr(_direct_launch, "launch_hooks_active", lambda: True)
     _call(launcher, x)
     assert [entry[0] for entry in kernel.log] == ["triton", "triton"]
 
@@ -164,4 +164,4 @@ def test_environment_switch_turns_the_direct_launch_off(monkeypatch):
 def test_launch_hooks_detection(monkeypatch, enter, exit_, active):
     monkeypatch.setattr(_direct_launch, "_RUNTIME_KNOBS",
                         SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=exit_))
-    assert _direct_launch._launch_hooks_active() is active
+    assert _direct_launch.launch_hooks_active() is active

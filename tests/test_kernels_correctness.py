@@ -400,3 +400,45 @@ def test_property_float64(op):
         assert_matches(case, time_dim=time_dim, ref_case=tm, check_inputs_unchanged=False)
 
     check()
+
+
+@pytest.mark.parametrize("value", [0.99, 1.0, 0.0, 1e-310, 5e-324, 1e-40, 3e300, 1 / 3])
+def test_coefficients_reach_the_kernel_bit_for_bit(value):
+    """``_launch.scalars`` splits a float64 into int32 halves that rebuild it exactly."""
+    import struct
+
+    from kernels._launch import scalars
+
+    hi, lo = scalars(value)
+    assert all(-2**31 <= half < 2**31 for half in (hi, lo))
+    bits = (hi << 32) | (lo & 0xFFFFFFFF)
+    assert struct.unpack("<d", struct.pack("<Q", bits & (2**64 - 1)))[0] == value
+
+
+@pytest.mark.parametrize("pg_rho_bar", [1e-310, 5e-324, 1e-40])
+def test_float64_coefficients_below_float32_range(pg_rho_bar):
+    """A clipping threshold under float32's range scales every pg_adv: float64 must keep it (a float32
+    argument would flush it to zero and make pg_adv all zeros)."""
+    case = make_inputs("vtrace", 30, 5, dtype=torch.float64, scalars=dict(pg_rho_bar=pg_rho_bar, c_bar=1e-300))
+    (vs, pg_adv), _ = assert_matches(case)
+    assert bool((pg_adv != 0).any())
+
+
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_lookback_with_many_small_tiles(op_case):
+    """Thousands of look-back tiles in flight at once (on a GPU) still give the reference's answer.
+
+    Tiny tiles make a tile's predecessors most likely to be mid-publication when it looks back, so
+    a tile that read an aggregate before all of it was written (or any other ordering slip)
+    shows up here; it did, before each aggregate was published under a single flag.
+    """
+    from kernels import LaunchConfig
+
+    op, kw = op_case
+    T, N, repeats = (8192, 256, 3) if DEVICE == "cuda" else (96, 12, 1)
+    case = make_inputs(op, T, N, seed=seed_of("lookback", op_case), **kw)
+    ref = call(R, upcast(case))
+    for _ in range(repeats):
+        out = call(kernels, case, config=LaunchConfig(16, 8, num_warps=1, lookback=True))
+        for o, r in zip(out, ref):
+            assert rel_err(o, r) < TOL[torch.float32]

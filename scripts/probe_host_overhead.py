@@ -1,0 +1,132 @@
+"""Where the microseconds of a short estimator call go, on the GPU (prints one line per probe).
+
+    python scripts/probe_host_overhead.py [--N 4096 --T 128]
+
+Each probe is the wall time per call of back-to-back calls after a warm-up, with one device sync
+at the end (a trainer's view: host cost when the host is slower than the device). Probes: empty
+Triton kernels (Triton's own launch path), ``torch.empty``, and each of ``gae`` / ``vtrace`` /
+``retrace`` through the three launch paths: a replayed plan (the default), the direct launcher
+without replay, and Triton's ``kernel[grid]`` launch; finally GAE replayed from a CUDA graph
+(device time and graph launch only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import kernels  # noqa: E402
+from kernels import _direct_launch, _launch, _replay  # noqa: E402
+
+
+@triton.jit
+def _noop1(a0):
+    pass
+
+
+@triton.jit
+def _noop30(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21,
+            a22, a23, a24, a25, a26, a27, a28, a29, X: tl.constexpr):
+    pass
+
+
+def per_call_us(fn, calls: int = 3000) -> float:
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+@contextmanager
+def replay_off():
+    """The estimators without their replay wrapper: every call takes the ordinary path."""
+    wrapped = {op: getattr(kernels, op) for op in kernels.ESTIMATORS}
+    try:
+        for op, fn in wrapped.items():
+            setattr(kernels, op, fn.__wrapped__)
+        yield
+    finally:
+        for op, fn in wrapped.items():
+            setattr(kernels, op, fn)
+
+
+@contextmanager
+def direct_launch_off():
+    launchers = list(_launch._LAUNCHERS.values())
+    for launcher in launchers:
+        launcher.enabled = False
+    try:
+        yield
+    finally:
+        for launcher in launchers:
+            launcher.enabled = True
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--N", type=int, default=4096)
+    p.add_argument("--T", type=int, default=128)
+    opts = p.parse_args(argv)
+    T, N = opts.T, opts.N
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = lambda: torch.randn(T, N, device="cuda", generator=g)  # noqa: E731
+    r, v, q, eq, lr = x(), x(), x(), x(), 0.3 * x()
+    term, trunc = torch.rand(T, N, device="cuda") < 0.05, torch.rand(T, N, device="cuda") < 0.02
+    boot = torch.randn(N, device="cuda", generator=g)
+    calls = {
+        "gae": lambda: kernels.gae(r, v, term, boot, truncated=trunc),
+        "vtrace": lambda: kernels.vtrace(r, v, lr, term, boot, truncated=trunc),
+        "retrace": lambda: kernels.retrace(r, q, eq, lr, term, truncated=trunc),
+    }
+    ptr_args = [r, 1, 128] * 8 + [1, 2, 3, 4, 5, 6]
+    print(f"empty Triton kernel, 1 argument: {per_call_us(lambda: _noop1[(1,)](r)):.1f} us")
+    print(f"empty Triton kernel, 30 arguments: {per_call_us(lambda: _noop30[(1,)](*ptr_args, X=1)):.1f} us")
+    print(f"torch.empty [{T}, {N}] f32: {per_call_us(lambda: torch.empty((T, N), device='cuda')):.1f} us")
+    for name, fn in calls.items():
+        fn()
+        print(f"{name} {N}x{T} replayed plan (default): {per_call_us(fn):.1f} us")
+        with replay_off():
+            print(f"{name} {N}x{T} direct launch, no replay: {per_call_us(fn):.1f} us")
+            with direct_launch_off():
+                print(f"{name} {N}x{T} Triton's kernel[grid] launch: {per_call_us(fn):.1f} us")
+    args, kwargs = (r, v, term, boot), {"truncated": trunc}
+    plan = next(iter(kernels.gae.plans.values()))
+    outs = [torch.empty_like(r) for _ in plan.outputs]
+    full = list(plan.template)
+    for slot, source, key in plan.slots:
+        full[slot] = (args, kwargs, outs)[source][key].data_ptr()
+    stream_handle = _direct_launch.current_stream(0)
+    print(f"  of which argument signature: {per_call_us(lambda: _replay._signature(args, kwargs)):.1f} us")
+    print(f"  of which two output allocations: {per_call_us(lambda: (torch.empty((T, N), device='cuda'), torch.empty((T, N), device='cuda'))):.1f} us")
+    print(f"  of which the C launcher alone: {per_call_us(lambda: plan.run(plan.programs, 1, 1, stream_handle, plan.function, plan.metadata, None, None, None, *full, *plan.constexpr_values)):.1f} us")
+    print(f"  of which device scope + stream: {per_call_us(lambda: (_direct_launch.device_scope(0), _direct_launch.current_stream(0))):.1f} us")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            calls["gae"]()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = calls["gae"]()
+    graph.replay()
+    eager = calls["gae"]()
+    torch.cuda.synchronize()
+    same = all(torch.equal(a, b) for a, b in zip(captured, eager))
+    print(f"gae {N}x{T} from a CUDA graph: {per_call_us(graph.replay, 1000):.1f} us (matches eager: {same})")
+
+
+if __name__ == "__main__":
+    main()
