@@ -1,0 +1,34 @@
+"""The block-shape sweep's candidate list (scripts/tune_kernels.py), which needs no GPU to check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import tune_kernels as K  # noqa: E402
+
+
+@pytest.mark.parametrize("N, T, layout", [(8192, 4096, "tn"), (512, 8192, "nt"), (32768, 8, "tn"), (16, 1048576, "nt"),
+                                          (4096, 128, "nt")])
+def test_candidates_are_valid_launches_within_the_register_budget(N, T, layout):
+    configs = K.candidates(N, T, layout, sms=132)
+    assert configs and len(set(configs)) == len(configs)
+    for c in configs:
+        per_thread = c.block_t * c.block_n / (c.num_warps * K.THREADS_PER_WARP)
+        assert 4 <= per_thread <= 64, c
+        assert c.block_t <= max(8, 2 * T), c  # never a chunk past the next power of two of T
+        assert not (c.lookback and c.block_t >= T), c  # one chunk needs no look-back
+        if not c.lookback and c.block_t < T:  # several chunks walked by one program: the chip must fill
+            assert -(-N // c.block_n) >= 2 * 132, c
+
+
+def test_candidates_follow_the_contiguous_axis():
+    tn = K.candidates(8192, 4096, "tn")
+    nt = K.candidates(8192, 4096, "nt")
+    assert max(c.block_n for c in tn) > max(c.block_n for c in nt)
+    assert max(c.block_t for c in nt) > max(c.block_t for c in tn)
+    assert any(c.num_warps == 1 and c.lookback for c in tn)  # the winners of the sweeps are in the list
