@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple, Optional
 
 import torch
 
-from kernels._direct_launch import device_scope, current_stream, launch_hooks_active
+from kernels._direct_launch import current_stream, device_scope, launch_hooks_active
 
 _MAX_PLANS = 256  # per estimator; a training loop uses a handful of signatures
 
