@@ -35,6 +35,12 @@ def check_scalar(name: str, value, *, low: float = 0.0, high: float = 1.0) -> fl
     return value
 
 
+def check_bootstrap(bootstrap_value, next_values) -> None:
+    """The value after the last step must come from ``bootstrap_value`` or ``next_values``."""
+    if bootstrap_value is None and next_values is None:
+        raise ValueError("bootstrap_value is required unless next_values is given")
+
+
 def check_time_dim(time_dim) -> int:
     if isinstance(time_dim, bool) or time_dim not in (0, 1):
         raise ValueError(f"time_dim must be 0 ([T, N]) or 1 ([N, T]), got {time_dim!r}")

@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 
 from kernels import _scan, reference
-from kernels._args import Batch, check_scalar
+from kernels._args import Batch, check_bootstrap, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl
@@ -150,8 +150,7 @@ def validate(
         per_env={"bootstrap_value": bootstrap_value},
         optional=("truncated", "next_values", "bootstrap_value"),
     )
-    if bootstrap_value is None and next_values is None:
-        raise ValueError("bootstrap_value is required unless next_values is given")
+    check_bootstrap(bootstrap_value, next_values)
     return b, coefficients
 
 
