@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from contextlib import nullcontext
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 
@@ -32,6 +32,23 @@ _MAX_ENTRIES = 512  # distinct call signatures kept per kernel (a training loop 
 
 
 _RUNTIME_KNOBS = getattr(getattr(triton, "knobs", None), "runtime", None)
+
+
+class CompiledLaunch(NamedTuple):
+    """What a launch went through: the compiled kernel's C launcher and what it is called with."""
+
+    run: Callable
+    function: int
+    metadata: object
+    device_index: int
+    constexpr_values: tuple
+
+    def launch(self, programs: int, args: list) -> None:
+        """Launch ``programs`` programs on the current stream of the kernel's device; ``args`` are the
+        runtime arguments with every tensor replaced by its data pointer."""
+        with device_scope(self.device_index):
+            self.run(programs, 1, 1, current_stream(self.device_index), self.function, self.metadata, None, None,
+                     None, *args, *self.constexpr_values)
 
 
 def launch_hooks_active() -> bool:
@@ -87,8 +104,8 @@ class DirectLauncher:
             self.enabled = False
 
     def __call__(self, programs: int, device: torch.device, args: tuple, constexprs: dict, num_warps: int):
-        """Launch; returns the compiled kernel's ``(run, function, packed_metadata, device_index,
-        constexpr_values)`` when this launcher knows it (``None`` after a fallback launch)."""
+        """Launch; returns the :class:`CompiledLaunch` used when this launcher knows it (``None``
+        after a fallback launch)."""
         if self.tensor_pos is None:
             self._learn_layout(args, constexprs)
         if not self.enabled or launch_hooks_active():
@@ -107,26 +124,23 @@ class DirectLauncher:
         )
         entry = self.entries.get(key)
         if entry is None:
-            entry = self._record(key, programs, device, args, constexprs, num_warps)
-            return None if entry is None else (*entry, index, constexpr_values)
-        run, function, metadata = entry
+            return self._record(key, programs, device, args, constexprs, num_warps, index, constexpr_values)
         full = list(args)
         for i, p in zip(self.tensor_pos, pointers):
             full[i] = p
         try:
-            with device_scope(index):
-                run(programs, 1, 1, current_stream(index), function, metadata, None, None, None, *full,
-                    *constexpr_values)
+            entry.launch(programs, full)
         except TypeError:  # the launcher parses its arguments before launching: nothing ran
             self.enabled = False
             self._launch_through_triton(programs, device, args, constexprs, num_warps)
             return None
-        return (*entry, index, constexpr_values)
+        return entry
 
-    def _record(self, key, programs, device, args, constexprs, num_warps) -> Optional[tuple]:
+    def _record(self, key, programs, device, args, constexprs, num_warps, index,
+                constexpr_values) -> Optional[CompiledLaunch]:
         compiled = self._launch_through_triton(programs, device, args, constexprs, num_warps)
         try:
-            entry = (compiled.run, compiled.function, compiled.packed_metadata)
+            entry = CompiledLaunch(compiled.run, compiled.function, compiled.packed_metadata, index, constexpr_values)
         except AttributeError:  # a Triton whose compiled kernels look different: keep its own launch
             self.enabled = False
             return None

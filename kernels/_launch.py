@@ -122,7 +122,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():
         scratch = ((flags, True), (ws, False)) if lookback else ()
-        _replay.record(_replay.Launch(*compiled[:3], programs, compiled[3], args, compiled[4], scratch))
+        _replay.record(_replay.Launch(compiled, programs, args, scratch))
 
 
 _LAUNCHERS: dict = {}  # kernel -> its DirectLauncher

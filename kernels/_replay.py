@@ -26,7 +26,7 @@ from typing import Callable, NamedTuple, Optional
 
 import torch
 
-from kernels._direct_launch import current_stream, device_scope, launch_hooks_active
+from kernels._direct_launch import CompiledLaunch, launch_hooks_active
 
 _MAX_PLANS = 256  # per estimator; a training loop uses a handful of signatures
 
@@ -34,13 +34,9 @@ _MAX_PLANS = 256  # per estimator; a training loop uses a handful of signatures
 class Launch(NamedTuple):
     """One kernel launch as :func:`kernels._launch.launch` made it, for building a plan."""
 
-    run: Callable  # the compiled kernel's C launcher
-    function: int
-    metadata: object
+    compiled: CompiledLaunch
     programs: int
-    device_index: int
     args: tuple  # the kernel's runtime arguments (tensors, ints, floats) in signature order
-    constexpr_values: tuple
     scratch: tuple  # ((tensor, zeroed), ...): buffers the launch allocated (look-back workspace, flags)
 
 
@@ -73,12 +69,10 @@ class _Plan:
     ``(argument index, source, key)`` with source 0 = positional argument, 1 = keyword argument,
     2 = output, 3 = scratch buffer. Holds no tensor, so it keeps no memory alive."""
 
-    __slots__ = ("run", "function", "metadata", "programs", "device_index", "template", "constexpr_values",
-                 "slots", "outputs", "scratch", "single", "device")
+    __slots__ = ("compiled", "programs", "template", "slots", "outputs", "scratch", "single", "device")
 
     def __init__(self, launch: Launch, slots: tuple, outs: list, single: bool):
-        self.run, self.function, self.metadata = launch.run, launch.function, launch.metadata
-        self.programs, self.device_index, self.constexpr_values = launch.programs, launch.device_index, launch.constexpr_values
+        self.compiled, self.programs = launch.compiled, launch.programs
         self.template = tuple(0 if isinstance(a, torch.Tensor) else a for a in launch.args)
         self.slots = slots
         self.outputs = tuple((o.shape, o.dtype) for o in outs)
@@ -95,10 +89,7 @@ class _Plan:
         full = list(self.template)
         for slot, source, key in self.slots:
             full[slot] = sources[source][key].data_ptr()
-        index = self.device_index
-        with device_scope(index):
-            self.run(self.programs, 1, 1, current_stream(index), self.function, self.metadata, None, None, None,
-                     *full, *self.constexpr_values)
+        self.compiled.launch(self.programs, full)
         return outs[0] if self.single else tuple(outs)
 
 

@@ -139,7 +139,7 @@ def test_a_launcher_that_rejects_the_arguments_falls_back(fake):
         raise TypeError("function takes exactly 12 arguments")
 
     key = next(iter(launcher.entries))
-    launcher.entries[key] = (reject, "fn-handle", "meta")
+    launcher.entries[key] = launcher.entries[key]._replace(run=reject)
     _call(launcher, x)
     assert [entry[0] for entry in kernel.log] == ["triton", "triton"] and not launcher.enabled
 

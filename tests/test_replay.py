@@ -19,8 +19,9 @@ import torch
 from conftest import DEVICE, OPS, as_tuple, call, make_inputs
 
 import kernels
-from kernels import _replay
+from kernels import _direct_launch, _replay
 from kernels._args import check_scalar
+from kernels._direct_launch import CompiledLaunch
 
 
 class FakeRun:
@@ -42,7 +43,7 @@ def fake_estimator(run: FakeRun, *, launches: int = 1, return_fresh: bool = Fals
         made.append(out)
         for _ in range(launches):
             if _replay.is_recording():
-                _replay.record(_replay.Launch(run, "fn", "meta", 3, 0, (x, 7, y, out, scale), (16,), ()))
+                _replay.record(_replay.Launch(CompiledLaunch(run, "fn", "meta", 0, (16,)), 3, (x, 7, y, out, scale), ()))
         return torch.empty_like(x) if return_fresh else out
 
     return estimator, made
@@ -50,8 +51,8 @@ def fake_estimator(run: FakeRun, *, launches: int = 1, return_fresh: bool = Fals
 
 @pytest.fixture
 def no_device_switch(monkeypatch):
-    monkeypatch.setattr(_replay, "device_scope", lambda index: _Null())
-    monkeypatch.setattr(_replay, "current_stream", lambda index: 99)
+    monkeypatch.setattr(_direct_launch, "device_scope", lambda index: _Null())
+    monkeypatch.setattr(_direct_launch, "current_stream", lambda index: 99)
 
 
 class _Null:
