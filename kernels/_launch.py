@@ -30,18 +30,26 @@ class LaunchConfig:
     ``block_t`` steps. ``lookback=True``: a program owns one ``[block_t, block_n]`` tile and gets its
     carry-in from the earlier tiles by decoupled look-back, so long sequences of few environments
     still fill the GPU (a single-chunk problem needs no look-back and launches without it).
+
+    ``num_stages > 1`` software-pipelines a program's walk over time (``tl.range(num_stages=...)``):
+    the loads of the next ``num_stages - 1`` chunks are in flight while a chunk is scanned, so a
+    few programs per multiprocessor can keep the memory busy. A look-back tile is one chunk and
+    ignores it.
     """
 
     block_t: int
     block_n: int
     num_warps: int = 4
     lookback: bool = False
+    num_stages: int = 1
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
             value = getattr(self, name)
             if value < 1 or value & (value - 1):
                 raise ValueError(f"LaunchConfig.{name} must be a power of two, got {value}")
+        if self.num_stages < 1:
+            raise ValueError(f"LaunchConfig.num_stages must be at least 1, got {self.num_stages}")
 
 
 @lru_cache(maxsize=4096)
@@ -53,13 +61,15 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles.
 
     * ``[N, T]``, T <= 256: one warp per program, short contiguous rows of a few environments.
-    * ``[N, T]``, longer: one environment per program walking time in long contiguous chunks,
-      without look-back while there are enough environments to fill the GPU (the best shape in
-      every sweep from 128 environments up); few environments with long sequences use look-back.
+    * ``[N, T]``, longer: programs walk time without look-back while there are enough
+      environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps from
+      2048 environments up, one environment x 512 steps from 512; fewer environments walk long
+      unpipelined chunks, and few environments with long sequences use look-back.
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer: small one-warp look-back tiles (16 x 64; 8 x 32 for V-trace), which beat
-      every larger tile in the sweeps from 512 environments up; fewer environments take long
-      look-back tiles.
+      every larger tile in the sweeps from 512 environments up, except V-trace from 4096
+      environments, whose pipelined 16 x 16 walk is faster; fewer environments take long look-back
+      tiles.
     """
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -70,14 +80,20 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
             block_t = min(t_pow2, 64 if wide_scan else 128)
             block_n = min((128 if wide_scan else 512) // block_t, max(1, n_pow2 // 256))
             return LaunchConfig(block_t, max(1, block_n), num_warps=1)
+        if N >= 2048:
+            return LaunchConfig(128, 2, num_warps=2, num_stages=3)
+        if N >= 512:
+            return LaunchConfig(min(t_pow2, 512), 1, num_warps=4, num_stages=3)
         if N >= 128 or T <= 2048:
-            block_t = min(t_pow2, 1024 if N >= 512 else 4096)
+            block_t = min(t_pow2, 4096)
             return LaunchConfig(block_t, 1, num_warps=min(8, block_t // 256))
         return LaunchConfig(2048, 1, num_warps=8, lookback=True)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
+    if wide_scan and N >= 4096:
+        return LaunchConfig(16, 16, num_warps=2, num_stages=3)
     if N >= 512:
         return LaunchConfig(8, 32, num_warps=1, lookback=True) if wide_scan else LaunchConfig(16, 64, 1, True)
     return LaunchConfig(256, min(16, n_pow2), num_warps=4, lookback=True)
@@ -96,8 +112,9 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     the first input's ``(tensor, stride_t, stride_n)``, which says whether time is contiguous.
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
-    constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``. With look-back, ``flags`` holds
-    the ticket counter and one zeroed flag per tile, and ``ws`` three ``[num_chunks, N]`` planes.
+    constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``. With look-back,
+    ``flags`` holds the ticket counter and one zeroed flag per tile, and ``ws`` three
+    ``[num_chunks, N]`` planes.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
     """
     T, N = batch.T, batch.N
@@ -117,7 +134,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     if launcher is None:
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
-                      LOOKBACK=lookback)
+                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages)
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():

@@ -55,6 +55,7 @@ def _discounted_returns_kernel(
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -66,7 +67,7 @@ def _discounted_returns_kernel(
         carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)
     else:
         carry = tl.zeros([BLOCK_N], ACC)
-    for chunk in range(first, end):
+    for chunk in tl.range(first, end, num_stages=NUM_STAGES):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)

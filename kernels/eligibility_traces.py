@@ -47,6 +47,7 @@ def _eligibility_traces_kernel(
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -56,7 +57,7 @@ def _eligibility_traces_kernel(
         carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
     else:
         carry = tl.zeros([BLOCK_N], ACC)
-    for chunk in range(first, end):
+    for chunk in tl.range(first, end, num_stages=NUM_STAGES):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False)
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)

@@ -53,6 +53,7 @@ def _lambda_returns_kernel(
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -60,7 +61,7 @@ def _lambda_returns_kernel(
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
-    for chunk in range(first, end):
+    for chunk in tl.range(first, end, num_stages=NUM_STAGES):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)

@@ -43,6 +43,7 @@ def _linear_scan_kernel(
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -51,7 +52,7 @@ def _linear_scan_kernel(
         carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
     else:
         carry = tl.zeros([BLOCK_N], ACC)
-    for chunk in range(first, end):
+    for chunk in tl.range(first, end, num_stages=NUM_STAGES):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, REVERSE)
         mask = (t[:, None] < T) & n_ok[None, :]
         alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)

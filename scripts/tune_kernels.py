@@ -37,24 +37,31 @@ DEFAULT_SHAPES = "8192x4096,512x8192,2048x2048,16x1048576"
 THREADS_PER_WARP = 32
 
 
-def candidates(N: int, T: int, layout: str, sms: int = 132) -> list[LaunchConfig]:
-    """Block shapes worth timing for one problem (see the module docstring); without look-back
-    only those with at least two programs per multiprocessor (``sms``)."""
+def candidates(N: int, T: int, layout: str, sms: int = 132, stages: tuple = (1,),
+               lookback: bool = True) -> list[LaunchConfig]:
+    """Block shapes worth timing for one problem (see the module docstring); a walk over several
+    chunks without look-back is tried with each pipeline depth in ``stages``, and only with at
+    least two programs per multiprocessor (``sms``), or half as many when pipelined.
+    ``lookback=False`` leaves the look-back tiles out."""
     if layout == "tn":
         block_ts, block_ns = (2, 4, 8, 16, 32, 64, 128, 256), (8, 16, 32, 64, 128, 256, 512, 1024)
     else:
         block_ts, block_ns = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), (1, 2, 4, 8, 16, 32, 64, 128)
     t_max, n_max = triton.next_power_of_2(T), triton.next_power_of_2(N)
     out = []
-    for bt, bn, warps, lookback in itertools.product(block_ts, block_ns, (1, 2, 4, 8), (False, True)):
+    for bt, bn, warps, tile_lookback in itertools.product(block_ts, block_ns, (1, 2, 4, 8), (False, True)):
         per_thread = bt * bn / (warps * THREADS_PER_WARP)
         # up to 64 per thread when every thread sits on its own environments (time stays in registers)
         most = 64 if layout == "tn" and bn >= 4 * THREADS_PER_WARP * warps else 32
         if bt > t_max or bn > max(16, n_max) or not 4 <= per_thread <= most:
             continue
-        if (lookback and bt >= T) or (not lookback and bt < T and triton.cdiv(N, bn) < 2 * sms):
+        if tile_lookback and (bt >= T or not lookback):
             continue
-        out.append(LaunchConfig(bt, bn, warps, lookback))
+        if tile_lookback or bt >= T:
+            out.append(LaunchConfig(bt, bn, warps, tile_lookback))
+            continue
+        programs = triton.cdiv(N, bn)
+        out += [LaunchConfig(bt, bn, warps, False, s) for s in stages if programs >= (sms // 2 if s > 1 else 2 * sms)]
     return out
 
 
@@ -123,6 +130,8 @@ def parse_args(argv=None):
     p.add_argument("--estimators", default="gae,vtrace,retrace")
     p.add_argument("--layouts", default="tn,nt")
     p.add_argument("--dtype", default="f32", choices=sorted(B.DTYPES))
+    p.add_argument("--stages", default="1,2,3", help="pipeline depths tried for walks without look-back")
+    p.add_argument("--no-lookback", action="store_true", help="leave the look-back tiles out")
     p.add_argument("--jobs", type=int, default=8, help="parallel compile processes")
     p.add_argument("--budget", type=float, default=300.0, help="seconds; no new cell starts after it")
     p.add_argument("--warmup-ms", type=float, default=5.0)
@@ -137,7 +146,8 @@ def main(argv=None):
     start = time.time()
     shapes = [tuple(int(x) for x in s.split("x")) for s in opts.shapes.split(",")]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    cells = [((est, N, T, layout, opts.dtype), candidates(N, T, layout, sms))
+    stages = tuple(int(s) for s in opts.stages.split(","))
+    cells = [((est, N, T, layout, opts.dtype), candidates(N, T, layout, sms, stages, not opts.no_lookback))
              for N, T in shapes for layout in opts.layouts.split(",") for est in opts.estimators.split(",")]
     failures = precompile(cells, opts.jobs)
     print(f"compiled {sum(len(c) for _, c in cells)} candidates in {time.time() - start:.0f} s, "

@@ -442,3 +442,24 @@ def test_lookback_with_many_small_tiles(op_case):
         out = call(kernels, case, config=LaunchConfig(16, 8, num_warps=1, lookback=True))
         for o, r in zip(out, ref):
             assert rel_err(o, r) < TOL[torch.float32]
+
+
+@pytest.mark.parametrize("config", [(16, 8, 1, 3), (128, 2, 2, 3), (32, 16, 4, 5)], ids=str)
+@pytest.mark.parametrize("time_dim", [0, 1])
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_pipelined_walks(op_case, time_dim, config):
+    """A program walking many chunks with the next chunks' loads in flight (``num_stages > 1``)
+    gives the reference's answer in both layouts, with a partial last chunk and a partial last
+    block of environments."""
+    from kernels import LaunchConfig
+
+    block_t, block_n, warps, stages = config
+    op, kw = op_case
+    T, N = (1000, 67) if DEVICE == "cuda" else (3 * block_t + 5, block_n + 3)
+    tm = make_inputs(op, T, N, seed=seed_of("pipelined", op_case, time_dim, config), **kw)
+    case = to_time_dim1(tm) if time_dim == 1 else tm
+    ref = call(R, upcast(tm))
+    launch = LaunchConfig(block_t, block_n, warps, lookback=False, num_stages=stages)
+    out = call(kernels, case, time_dim=time_dim, config=launch)
+    for o, r in zip(out, ref):
+        assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]

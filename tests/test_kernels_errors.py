@@ -190,3 +190,11 @@ def test_time_dim1_shape_mismatch_is_checked_in_callers_layout():
     with pytest.raises(ValueError) as info:
         kernels.gae(r, v, term, case.args[3], time_dim=1)
     assert mentions(str(info.value), "terminated"), str(info.value)
+
+
+@pytest.mark.parametrize("fields, name", [(dict(block_t=3, block_n=8), "block_t"),
+                                          (dict(block_t=8, block_n=0), "block_n"),
+                                          (dict(block_t=8, block_n=8, num_stages=0), "num_stages")])
+def test_launch_config_names_the_bad_field(fields, name):
+    with pytest.raises(ValueError, match=f"LaunchConfig.{name}"):
+        kernels.LaunchConfig(**fields)

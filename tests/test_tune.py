@@ -15,7 +15,7 @@ import tune_kernels as K  # noqa: E402
 @pytest.mark.parametrize("N, T, layout", [(8192, 4096, "tn"), (512, 8192, "nt"), (32768, 8, "tn"), (16, 1048576, "nt"),
                                           (4096, 128, "nt")])
 def test_candidates_are_valid_launches_within_the_register_budget(N, T, layout):
-    configs = K.candidates(N, T, layout, sms=132)
+    configs = K.candidates(N, T, layout, sms=132, stages=(1, 2, 3))
     assert configs and len(set(configs)) == len(configs)
     for c in configs:
         per_thread = c.block_t * c.block_n / (c.num_warps * K.THREADS_PER_WARP)
@@ -23,7 +23,20 @@ def test_candidates_are_valid_launches_within_the_register_budget(N, T, layout):
         assert c.block_t <= max(8, 2 * T), c  # never a chunk past the next power of two of T
         assert not (c.lookback and c.block_t >= T), c  # one chunk needs no look-back
         if not c.lookback and c.block_t < T:  # several chunks walked by one program: the chip must fill
-            assert -(-N // c.block_n) >= 2 * 132, c
+            assert -(-N // c.block_n) >= (132 // 2 if c.num_stages > 1 else 2 * 132), c
+        else:
+            assert c.num_stages == 1, c  # one chunk per program: nothing to pipeline
+
+
+def test_pipeline_depths_apply_to_walks_only():
+    configs = K.candidates(8192, 4096, "nt", stages=(2, 3), lookback=False)
+    assert configs and not any(c.lookback for c in configs)
+    walks = [c for c in configs if c.block_t < 4096]
+    assert {c.num_stages for c in walks} == {2, 3}
+    assert all(c.num_stages == 1 for c in configs if c.block_t >= 4096)
+    unpipelined = {(c.block_t, c.block_n, c.num_warps) for c in K.candidates(8192, 4096, "nt", stages=(1,))
+                   if not c.lookback and c.block_t < 4096}
+    assert unpipelined < {(c.block_t, c.block_n, c.num_warps) for c in walks}  # pipelined: fewer programs will do
 
 
 def test_candidates_follow_the_contiguous_axis():
