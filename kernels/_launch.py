@@ -69,7 +69,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]``, longer: small one-warp look-back tiles (16 x 64; 8 x 32 for V-trace), which beat
       every larger tile in the sweeps from 512 environments up, except V-trace from 4096
       environments, whose pipelined 16 x 16 walk is faster; fewer environments take long look-back
-      tiles.
+      tiles (16 environments wide, so they look back a window of tiles at a time: ``_scan``).
     """
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -87,7 +87,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
         if N >= 128 or T <= 2048:
             block_t = min(t_pow2, 4096)
             return LaunchConfig(block_t, 1, num_warps=min(8, block_t // 256))
-        return LaunchConfig(2048, 1, num_warps=8, lookback=True)
+        return LaunchConfig(1024, 1, num_warps=4, lookback=True) if wide_scan else LaunchConfig(2048, 1, 8, True)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
@@ -96,7 +96,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
         return LaunchConfig(16, 16, num_warps=2, num_stages=3)
     if N >= 512:
         return LaunchConfig(8, 32, num_warps=1, lookback=True) if wide_scan else LaunchConfig(16, 64, 1, True)
-    return LaunchConfig(256, min(16, n_pow2), num_warps=4, lookback=True)
+    block_n = min(16, n_pow2)
+    if wide_scan:
+        return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
+    return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
 
 
 def wide_scan(estimator: str) -> bool:

@@ -147,10 +147,95 @@ def _raise_flag(flag, state):
     tl.atomic_xchg(flag, state, sem="release")
 
 
+# Look-back tiles at most this many environments wide walk back over their predecessors a window
+# of ``LOOKBACK_WINDOW`` tiles at a time: their flags in one polled vector, then the aggregates they
+# need in one tile load. Wider tiles walk back one tile at a time, which measured faster for them
+# (their walks are short, and a window costs a [window, BLOCK_N] load and scan per step).
+WINDOWED_LOOKBACK_MAX_N = tl.constexpr(16)
+LOOKBACK_WINDOW = tl.constexpr(8)
+
+
 @triton.jit
-def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
-    row = (wide(slot) * num_chunks + chunk) * N
-    return tl.load(ws + row + n, mask=n_ok, other=0.0, cache_modifier=".cg")
+def _window_states(flags, hi, block, n_blocks, WINDOW: tl.constexpr):
+    """Tiles ``hi - WINDOW + 1 .. hi`` of this column of environments (ascending) and their flags;
+    positions before the first tile read as 2 (a known value), so a walk stops there."""
+    j = hi - WINDOW + 1 + tl.arange(0, WINDOW)
+    exists = j >= 0
+    state = tl.atomic_add(flags + 1 + j.to(tl.int64) * n_blocks + block, 0, mask=exists, sem="acquire")
+    return j, tl.where(exists, state, 2)
+
+
+@triton.jit
+def _nearest_known(j, state):
+    """The newest tile of the window whose carried-out value is known, and whether any tile newer
+    than it has not yet published its aggregate."""
+    known = tl.max(tl.where(state == 2, j, -1), axis=0)
+    unpublished = tl.max(((j > known) & (state == 0)).to(tl.int32), axis=0)
+    return known, unpublished
+
+
+@triton.jit
+def _window_planes(ws, j, use, num_chunks, n, n_ok, N):
+    """The aggregate maps of the window's tiles ``use`` as ``[WINDOW, BLOCK_N]`` tiles; the identity
+    map elsewhere."""
+    rows = j.to(tl.int64)[:, None] * N + n[None, :]
+    mask = use[:, None] & n_ok[None, :]
+    a = tl.load(ws + rows, mask=mask, other=0.0, cache_modifier=".cg")
+    b = tl.load(ws + wide(num_chunks) * N + rows, mask=mask, other=1.0, cache_modifier=".cg")
+    return a, b
+
+
+@triton.jit
+def _walk_one_by_one(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a):
+    """The carry into tile ``chunk``: compose its predecessors' aggregates one at a time, newest
+    first, waiting for each flag, until one has a known carried-out value."""
+    acc_a = tl.zeros_like(agg_a)
+    acc_b = acc_a + 1.0
+    carry = acc_a
+    j = chunk - 1
+    searching = True
+    while searching:
+        flag = flags + 1 + wide(j) * n_blocks + block
+        state = tl.atomic_add(flag, 0, sem="acquire")
+        while state == 0:
+            state = tl.atomic_add(flag, 0, sem="acquire")
+        if state == 2:
+            carry = acc_a + acc_b * _read(ws, 2, j, num_chunks, n, n_ok, N)
+            searching = False
+        else:
+            acc_a = acc_a + acc_b * _read(ws, 0, j, num_chunks, n, n_ok, N)
+            acc_b = acc_b * _read(ws, 1, j, num_chunks, n, n_ok, N)
+            j -= 1
+    return carry
+
+
+@triton.jit
+def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a):
+    """The carry into tile ``chunk``, ``LOOKBACK_WINDOW`` predecessors per step: poll their flags
+    until every one newer than the newest with a known carried-out value has published its
+    aggregate, compose those aggregates with one scan, and stop at the known value, or move one
+    window further back."""
+    acc_a = tl.zeros_like(agg_a)
+    acc_b = acc_a + 1.0
+    carry = acc_a
+    hi = chunk - 1
+    searching = True
+    while searching:
+        j, state = _window_states(flags, hi, block, n_blocks, LOOKBACK_WINDOW)
+        known, unpublished = _nearest_known(j, state)
+        while unpublished > 0:
+            j, state = _window_states(flags, hi, block, n_blocks, LOOKBACK_WINDOW)
+            known, unpublished = _nearest_known(j, state)
+        win_a, win_b = _window_planes(ws, j, j > known, num_chunks, n, n_ok, N)
+        scanned_a, scanned_b = tl.associative_scan((win_a, win_b), 0, affine_then)  # oldest first
+        acc_a = acc_a + acc_b * edge_row(scanned_a, LOOKBACK_WINDOW, False)
+        acc_b = acc_b * edge_row(scanned_b, LOOKBACK_WINDOW, False)
+        if known > hi - LOOKBACK_WINDOW:
+            carry = acc_a + acc_b * _read(ws, 2, known, num_chunks, n, n_ok, N)
+            searching = False
+        else:
+            hi -= LOOKBACK_WINDOW
+    return carry
 
 
 @triton.jit
@@ -162,7 +247,8 @@ def carry_in(
     ``(A, B)`` is the tile's scanned maps and ``carry`` the recurrence's initial value. The tile
     first publishes its aggregate map (flag 1), then walks back over its predecessors in walking
     order, composing their aggregates until it meets one whose carried-out value is known (flag 2),
-    and finally publishes its own carried-out value (flag 2). The first tile only does the last step.
+    and finally publishes its own carried-out value (flag 2). The first tile only does the last
+    step. Tiles up to ``WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time.
     ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha, aggregate beta, carried-out value;
     ``flags`` the ticket counter, then one flag per tile.
     """
@@ -177,26 +263,20 @@ def carry_in(
         _store_plane(ws, 0, agg_a, chunk, num_chunks, n, n_ok, N)
         _store_plane(ws, 1, agg_b, chunk, num_chunks, n, n_ok, N)
         _raise_flag(my_flag, 1)  # only once both halves of the aggregate are written
-        acc_a = tl.zeros_like(agg_a)
-        acc_b = acc_a + 1.0
-        j = chunk - 1
-        searching = True
-        while searching:
-            flag = flags + 1 + wide(j) * n_blocks + block
-            state = tl.atomic_add(flag, 0, sem="acquire")
-            while state == 0:
-                state = tl.atomic_add(flag, 0, sem="acquire")
-            if state == 2:
-                carry = acc_a + acc_b * _read(ws, 2, j, num_chunks, n, n_ok, N)
-                searching = False
-            else:
-                acc_a = acc_a + acc_b * _read(ws, 0, j, num_chunks, n, n_ok, N)
-                acc_b = acc_b * _read(ws, 1, j, num_chunks, n, n_ok, N)
-                j -= 1
+        if BLOCK_N <= WINDOWED_LOOKBACK_MAX_N:
+            carry = _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a)
+        else:
+            carry = _walk_one_by_one(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a)
     carry_out = agg_a + agg_b * carry
     _store_plane(ws, 2, carry_out, chunk, num_chunks, n, n_ok, N)
     _raise_flag(my_flag, 2)
     return carry, carry_out
+
+
+@triton.jit
+def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
+    row = (wide(slot) * num_chunks + chunk) * N
+    return tl.load(ws + row + n, mask=n_ok, other=0.0, cache_modifier=".cg")
 
 
 @triton.jit

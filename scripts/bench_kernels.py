@@ -305,7 +305,9 @@ def launch_config(impl, est, N, T, layout, device) -> str:
         c = sequential_config(N, _num_sms(torch.device(device)))
     else:
         return ""
-    return f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if getattr(c, "lookback", False) else "")
+    stages = getattr(c, "num_stages", 1)
+    return (f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if getattr(c, "lookback", False) else "")
+            + (f"+{stages}stages" if stages > 1 else ""))
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:

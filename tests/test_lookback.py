@@ -19,7 +19,7 @@ from kernels._triton import HAVE_TRITON, runs_triton, tl, triton
 pytestmark = pytest.mark.skipif(not (HAVE_TRITON and runs_triton(torch.device(DEVICE))),
                                 reason="needs Triton on CUDA or TRITON_INTERPRET=1")
 
-BLOCK_T, BLOCK_N = 4, 8
+BLOCK_T = 4
 
 
 @triton.jit
@@ -31,31 +31,35 @@ def _carry_kernel(ws, flags, initial_ptr, out_ptr, chunk, T, N, BLOCK_T: tl.cons
     tl.store(out_ptr + n, carry)
 
 
-def carried_in(chunk: int, known: int, seed: int = 0):
+def carried_in(chunk: int, known: int, seed: int = 0, block_n: int = 8):
     """(kernel's carry into ``chunk``, expected, flags) when tiles ``< known`` have flag 2 and the
     tiles from ``known`` to ``chunk - 1`` flag 1 (``known >= 1``: the first tile always publishes
-    its carried-out value directly)."""
+    its carried-out value directly). ``block_n`` environments per tile."""
     g = torch.Generator().manual_seed(seed)
     num_chunks = chunk + 1
-    agg_a, agg_b, value = (torch.randn(num_chunks, BLOCK_N, generator=g, dtype=torch.float64) for _ in range(3))
-    initial = torch.randn(BLOCK_N, generator=g, dtype=torch.float64)
+    agg_a, agg_b, value = (torch.randn(num_chunks, block_n, generator=g, dtype=torch.float64) for _ in range(3))
+    initial = torch.randn(block_n, generator=g, dtype=torch.float64)
     ws = torch.stack([agg_a, agg_b, value]).reshape(-1)
     flags = torch.zeros(1 + num_chunks, dtype=torch.int32)
     flags[1:1 + known] = 2
     flags[1 + known:1 + chunk] = 1
-    out = torch.empty(BLOCK_N, dtype=torch.float64)
+    out = torch.empty(block_n, dtype=torch.float64)
     to = lambda t: t.to(DEVICE)  # noqa: E731
     ws, flags, initial_d, out = to(ws), to(flags), to(initial), to(out)
-    _carry_kernel[(1,)](ws, flags, initial_d, out, chunk, num_chunks * BLOCK_T, BLOCK_N, BLOCK_T=BLOCK_T,
-                        BLOCK_N=BLOCK_N)
+    _carry_kernel[(1,)](ws, flags, initial_d, out, chunk, num_chunks * BLOCK_T, block_n, BLOCK_T=BLOCK_T,
+                        BLOCK_N=block_n)
     expected = value[known - 1]
     for j in range(known, chunk):  # the walk composes the nearer aggregates last
         expected = agg_a[j] + agg_b[j] * expected
     return out.cpu(), expected, flags.cpu()
 
 
-@pytest.mark.parametrize("chunk, known", [(1, 1), (5, 5), (5, 4), (5, 1), (9, 2), (17, 8), (17, 1)])
-def test_carry_in_composes_the_aggregates_up_to_the_nearest_known_value(chunk, known):
-    got, expected, flags = carried_in(chunk, known, seed=chunk * 31 + known)
+@pytest.mark.parametrize("chunk, known", [(1, 1), (5, 5), (5, 4), (5, 1), (9, 2), (17, 8), (17, 1), (16, 1), (33, 17),
+                                          (40, 3), (40, 24), (40, 25), (40, 39)])
+@pytest.mark.parametrize("block_n", [8, 32], ids=["windowed", "one_by_one"])
+def test_carry_in_composes_the_aggregates_up_to_the_nearest_known_value(chunk, known, block_n):
+    """Both walks: tiles up to ``_scan.WINDOWED_LOOKBACK_MAX_N`` environments wide take the windowed one."""
+    assert (block_n <= _scan.WINDOWED_LOOKBACK_MAX_N.value) == (block_n == 8)
+    got, expected, flags = carried_in(chunk, known, seed=chunk * 31 + known, block_n=block_n)
     assert torch.allclose(got, expected, rtol=1e-12, atol=1e-12)
     assert int(flags[1 + chunk]) == 2  # and the tile published its own carried-out value
