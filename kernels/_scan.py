@@ -186,11 +186,17 @@ def _window_planes(ws, j, use, num_chunks, n, n_ok, N):
 
 
 @triton.jit
+def identity_map(like):
+    """The affine map ``y -> y`` as ``(alpha, beta) = (0, 1)`` vectors shaped like ``like``."""
+    zero = tl.zeros_like(like)
+    return zero, zero + 1.0
+
+
+@triton.jit
 def _walk_one_by_one(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a):
     """The carry into tile ``chunk``: compose its predecessors' aggregates one at a time, newest
     first, waiting for each flag, until one has a known carried-out value."""
-    acc_a = tl.zeros_like(agg_a)
-    acc_b = acc_a + 1.0
+    acc_a, acc_b = identity_map(agg_a)
     carry = acc_a
     j = chunk - 1
     searching = True
@@ -215,8 +221,7 @@ def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, a
     until every one newer than the newest with a known carried-out value has published its
     aggregate, compose those aggregates with one scan, and stop at the known value, or move one
     window further back."""
-    acc_a = tl.zeros_like(agg_a)
-    acc_b = acc_a + 1.0
+    acc_a, acc_b = identity_map(agg_a)
     carry = acc_a
     hi = chunk - 1
     searching = True
@@ -326,8 +331,8 @@ def scan_chunk_with_next(
     LOOKBACK: tl.constexpr,
 ):
     """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
-    zero = tl.zeros_like(alpha)
-    A, B, E, F = tl.associative_scan((alpha, beta, zero, zero + 1.0), 0, affine_then_with_previous, reverse=True)
+    before_a, before_b = identity_map(alpha)  # nothing before a lone element yet
+    A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous, reverse=True)
     if LOOKBACK:
         carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True)
         y = A + B * carry[None, :]
