@@ -5,7 +5,8 @@
 
 Candidates depend on the layout: with environments contiguous (``tn``) wide tiles over
 environments and short time chunks; with time contiguous (``nt``) long time chunks over few
-environments; each with and without look-back and 2-8 warps, keeping 4-64 elements per thread.
+environments; each with and without look-back and 1-8 warps, keeping 4-64 elements per thread, and
+the walks without look-back at each pipeline depth of ``--stages`` (``LaunchConfig.num_stages``).
 Every candidate is compiled first by ``--jobs`` worker processes in parallel (they fill Triton's
 on-disk cache), then, in this process alone, checked against the float64 reference (first 64
 environments, the benchmark's check) and timed with the benchmark's ``do_bench`` median. Inputs,
