@@ -134,10 +134,23 @@ def tile_schedule(counter_ptr, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexp
 
 
 @triton.jit
+def _plane_row(ws, slot, chunk, num_chunks, N):
+    """Where ``ws[slot, chunk, :]`` starts in the look-back workspace (``slot`` 0: aggregate alpha,
+    1: aggregate beta, 2: carried-out value; ``chunk`` a scalar or a vector of tiles)."""
+    return ws + (wide(slot) * num_chunks + chunk) * N
+
+
+@triton.jit
+def _flag(flags, chunk, n_blocks, block):
+    """The flag of tile ``(chunk, block)`` (a scalar or a vector of chunks); ``flags[0]`` is the
+    ticket counter."""
+    return flags + 1 + wide(chunk) * n_blocks + block
+
+
+@triton.jit
 def _store_plane(ws, slot, values, chunk, num_chunks, n, n_ok, N):
     """Write one per-environment vector of this tile to ``ws[slot, chunk]``."""
-    row = (wide(slot) * num_chunks + chunk) * N
-    tl.store(ws + row + n, values, mask=n_ok)
+    tl.store(_plane_row(ws, slot, chunk, num_chunks, N) + n, values, mask=n_ok)
 
 
 @triton.jit
@@ -161,7 +174,7 @@ def _window_states(flags, hi, block, n_blocks, WINDOW: tl.constexpr):
     positions before the first tile read as 2 (a known value), so a walk stops there."""
     j = hi - WINDOW + 1 + tl.arange(0, WINDOW)
     exists = j >= 0
-    state = tl.atomic_add(flags + 1 + j.to(tl.int64) * n_blocks + block, 0, mask=exists, sem="acquire")
+    state = tl.atomic_add(_flag(flags, j, n_blocks, block), 0, mask=exists, sem="acquire")
     return j, tl.where(exists, state, 2)
 
 
@@ -178,10 +191,11 @@ def _nearest_known(j, state):
 def _window_planes(ws, j, use, num_chunks, n, n_ok, N):
     """The aggregate maps of the window's tiles ``use`` as ``[WINDOW, BLOCK_N]`` tiles; the identity
     map elsewhere."""
-    rows = j.to(tl.int64)[:, None] * N + n[None, :]
     mask = use[:, None] & n_ok[None, :]
-    a = tl.load(ws + rows, mask=mask, other=0.0, cache_modifier=".cg")
-    b = tl.load(ws + wide(num_chunks) * N + rows, mask=mask, other=1.0, cache_modifier=".cg")
+    alpha_rows = _plane_row(ws, 0, j, num_chunks, N)[:, None] + n[None, :]
+    beta_rows = _plane_row(ws, 1, j, num_chunks, N)[:, None] + n[None, :]
+    a = tl.load(alpha_rows, mask=mask, other=0.0, cache_modifier=".cg")
+    b = tl.load(beta_rows, mask=mask, other=1.0, cache_modifier=".cg")
     return a, b
 
 
@@ -201,7 +215,7 @@ def _walk_one_by_one(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, 
     j = chunk - 1
     searching = True
     while searching:
-        flag = flags + 1 + wide(j) * n_blocks + block
+        flag = _flag(flags, j, n_blocks, block)
         state = tl.atomic_add(flag, 0, sem="acquire")
         while state == 0:
             state = tl.atomic_add(flag, 0, sem="acquire")
@@ -263,7 +277,7 @@ def carry_in(
     n_ok = n < N
     agg_a = edge_row(A, BLOCK_T, REVERSE)
     agg_b = edge_row(B, BLOCK_T, REVERSE)
-    my_flag = flags + 1 + wide(chunk) * n_blocks + block
+    my_flag = _flag(flags, chunk, n_blocks, block)
     if chunk > 0:
         _store_plane(ws, 0, agg_a, chunk, num_chunks, n, n_ok, N)
         _store_plane(ws, 1, agg_b, chunk, num_chunks, n, n_ok, N)
@@ -280,8 +294,7 @@ def carry_in(
 
 @triton.jit
 def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
-    row = (wide(slot) * num_chunks + chunk) * N
-    return tl.load(ws + row + n, mask=n_ok, other=0.0, cache_modifier=".cg")
+    return tl.load(_plane_row(ws, slot, chunk, num_chunks, N) + n, mask=n_ok, other=0.0, cache_modifier=".cg")
 
 
 @triton.jit
