@@ -85,12 +85,16 @@ class _Plan:
         outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.outputs]
         scratch = [(torch.zeros if zeroed else torch.empty)(shape, dtype=dtype, device=device)
                    for shape, dtype, zeroed in self.scratch]
+        self.compiled.launch(self.programs, self.kernel_arguments(args, kwargs, outs, scratch))
+        return outs[0] if self.single else tuple(outs)
+
+    def kernel_arguments(self, args: tuple, kwargs: dict, outs: list, scratch: list) -> list:
+        """The recorded argument list with the data pointers of this call's tensors put in."""
         sources = (args, kwargs, outs, scratch)
         full = list(self.template)
         for slot, source, key in self.slots:
             full[slot] = sources[source][key].data_ptr()
-        self.compiled.launch(self.programs, full)
-        return outs[0] if self.single else tuple(outs)
+        return full
 
 
 def _make_plan(args: tuple, kwargs: dict, result, launches: list) -> Optional[_Plan]:

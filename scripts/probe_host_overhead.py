@@ -103,10 +103,7 @@ def main(argv=None):
                 print(f"{name} {N}x{T} Triton's kernel[grid] launch: {per_call_us(fn):.1f} us")
     args, kwargs = (r, v, term, boot), {"truncated": trunc}
     plan = next(iter(kernels.gae.plans.values()))
-    outs = [torch.empty_like(r) for _ in plan.outputs]
-    full = list(plan.template)
-    for slot, source, key in plan.slots:
-        full[slot] = (args, kwargs, outs)[source][key].data_ptr()
+    full = plan.kernel_arguments(args, kwargs, [torch.empty_like(r) for _ in plan.outputs], [])
     stream_handle = _direct_launch.current_stream(0)
     c = plan.compiled
     print(f"  of which argument signature: {per_call_us(lambda: _replay._signature(args, kwargs)):.1f} us")
