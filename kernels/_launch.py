@@ -52,6 +52,11 @@ class LaunchConfig:
             raise ValueError(f"LaunchConfig.num_stages must be at least 1, got {self.num_stages}")
 
 
+# A tile's time axis lies in one warp when it is the contiguous axis and one warp of 16-byte float32
+# vectors long (Triton lays 4 consecutive steps per thread, 32 threads along time).
+SHUFFLE_BLOCK_T = 128
+
+
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
@@ -60,7 +65,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis); ``wide_scan``
     for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles.
 
-    * ``[N, T]``, T <= 256: one warp per program, short contiguous rows of a few environments.
+    * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
+      one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps from
       2048 environments up, one environment x 512 steps from 512; fewer environments walk long
@@ -79,8 +85,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     if time_contiguous:
         if T <= 256:  # tiles of ~512 elements (~128 for V-trace), and at least ~256 programs
             block_t = min(t_pow2, 64 if wide_scan else 128)
-            block_n = min((128 if wide_scan else 512) // block_t, max(1, n_pow2 // 256))
-            return LaunchConfig(block_t, max(1, block_n), num_warps=1)
+            block_n = max(1, min((128 if wide_scan else 512) // block_t, n_pow2 // 256))
+            return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == SHUFFLE_BLOCK_T else 1)
         if N >= 2048:
             return LaunchConfig(128, 2, num_warps=2, num_stages=3)
         if N >= 512:
@@ -103,6 +109,14 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
 
 
+def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: torch.dtype) -> bool:
+    """Whether the kernel moves values between a tile's time steps by warp shuffles (``SHUFFLE_TIME``
+    in ``_scan``): only where the tile's time axis lies in one warp. Measured on an H200 at
+    8192 x 4096 ``[N, T]``: GAE 189 -> 168 us; with time across warps (512-step tiles) or across
+    the threads of ``[T, N]`` tiles the shuffles go through shared memory and lose (docs/perf.md)."""
+    return time_contiguous and config.block_t == SHUFFLE_BLOCK_T and compute_dtype == torch.float32
+
+
 def wide_scan(estimator: str) -> bool:
     """Whether ``estimator``'s kernel scans four values per step (its module's ``WIDE_SCAN``)."""
     return getattr(importlib.import_module(f"kernels.{estimator}"), "WIDE_SCAN", False)
@@ -116,14 +130,15 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     the first input's ``(tensor, stride_t, stride_n)``, which says whether time is contiguous.
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
-    constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``. With look-back,
-    ``flags`` holds the ticket counter and one zeroed flag per tile, and ``ws`` three
+    constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``.
+    With look-back, ``flags`` holds the ticket counter and one zeroed flag per tile, and ``ws`` three
     ``[num_chunks, N]`` planes.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
     """
     T, N = batch.T, batch.N
+    time_contiguous = tensors[1] == 1 and N > 1
     if config is None:
-        config = choose_config(T, N, tensors[1] == 1 and N > 1, wide_scan)
+        config = choose_config(T, N, time_contiguous, wide_scan)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
@@ -138,7 +153,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     if launcher is None:
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
-                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages)
+                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages,
+                      SHUFFLE_TIME=shuffles_time(config, time_contiguous, batch.compute_dtype))
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():

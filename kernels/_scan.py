@@ -16,6 +16,10 @@ becomes the next carry. Any T works, register use is bounded by the tile, and ea
 read once and each output element written once.
 
 Masked rows (past the end of time) are the identity map ``(0, 1)``, so they never disturb real rows.
+
+``SHUFFLE_TIME`` (a constexpr chosen on the host, ``_launch.shuffles_time``): when a tile's time
+axis lies in one warp, values move between its rows by warp shuffles (``tl.gather``) instead of a
+reduction (``edge_row``) or a second load of the same data one row later (``successor_rows``).
 """
 
 from __future__ import annotations
@@ -65,13 +69,17 @@ def wide(index):
 
 
 @triton.jit
-def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
-    """Time indices of the ``chunk``-th chunk in walking order; reverse walks from the end."""
+def chunk_start(chunk, num_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
+    """First time index of the ``chunk``-th chunk in walking order; reverse walks from the end."""
     if REVERSE:
-        start = (num_chunks - 1 - chunk) * BLOCK_T
-    else:
-        start = chunk * BLOCK_T
-    return start + tl.arange(0, BLOCK_T)
+        return (num_chunks - 1 - chunk) * BLOCK_T
+    return chunk * BLOCK_T
+
+
+@triton.jit
+def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
+    """Time indices of the ``chunk``-th chunk in walking order."""
+    return chunk_start(chunk, num_chunks, BLOCK_T, REVERSE) + tl.arange(0, BLOCK_T)
 
 
 @triton.jit
@@ -106,11 +114,34 @@ def load_env(ptr, n, stride, mask, DTYPE: tl.constexpr):
 
 
 @triton.jit
-def edge_row(y, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
+def edge_row(y, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
     """The row of a scanned tile that carries into the next chunk: the first for reverse, else the last."""
-    rows = tl.arange(0, BLOCK_T)
     edge = 0 if REVERSE else BLOCK_T - 1
+    if SHUFFLE_TIME:
+        return tl.reshape(tl.gather(y, tl.zeros([1, y.shape[1]], tl.int32) + edge, 0), [y.shape[1]])
+    rows = tl.arange(0, BLOCK_T)
     return tl.sum(tl.where(rows[:, None] == edge, y, 0.0), axis=0)
+
+
+@triton.jit
+def successor_rows(
+    x, ptr, chunk, num_chunks, t, n, stride_t, stride_n, n_ok, T, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+):
+    """``ptr[t + 1, n]`` for every row ``t`` of a reverse walk's chunk (0 from ``t + 1 = T`` on), as ``DTYPE``.
+
+    ``x`` is the chunk's own tile of ``ptr`` (rows ``t``). With ``SHUFFLE_TIME`` every row but the
+    last is taken from ``x`` one row down, and only the row after the chunk is loaded; otherwise
+    the shifted tile is loaded (``x`` is then unused, and its load can be dropped by the compiler).
+    """
+    if SHUFFLE_TIME:
+        rows = tl.arange(0, BLOCK_T)
+        after = chunk_start(chunk, num_chunks, BLOCK_T, True) + BLOCK_T
+        after_ok = n_ok & (tl.zeros_like(n) + after < T)
+        edge = tl.load(ptr + wide(after) * stride_t + n.to(tl.int64) * stride_n, mask=after_ok, other=0).to(DTYPE)
+        down = tl.gather(x, tl.minimum(rows + 1, BLOCK_T - 1)[:, None] + tl.zeros_like(x).to(tl.int32), 0)
+        return tl.where(rows[:, None] == BLOCK_T - 1, edge[None, :], down)
+    return load_tile(ptr, t + 1, n, stride_t, stride_n, (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
 
 
 @triton.jit
@@ -247,8 +278,8 @@ def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, a
             known, unpublished = _nearest_known(j, state)
         win_a, win_b = _window_planes(ws, j, j > known, num_chunks, n, n_ok, N)
         scanned_a, scanned_b = tl.associative_scan((win_a, win_b), 0, affine_then)  # oldest first
-        acc_a = acc_a + acc_b * edge_row(scanned_a, LOOKBACK_WINDOW, False)
-        acc_b = acc_b * edge_row(scanned_b, LOOKBACK_WINDOW, False)
+        acc_a = acc_a + acc_b * edge_row(scanned_a, LOOKBACK_WINDOW, False, False)
+        acc_b = acc_b * edge_row(scanned_b, LOOKBACK_WINDOW, False, False)
         if known > hi - LOOKBACK_WINDOW:
             carry = acc_a + acc_b * _read(ws, 2, known, num_chunks, n, n_ok, N)
             searching = False
@@ -259,7 +290,19 @@ def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, a
 
 @triton.jit
 def carry_in(
-    A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr
+    A,
+    B,
+    carry,
+    chunk,
+    block,
+    T,
+    N,
+    ws,
+    flags,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    REVERSE: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     """The values carried into and out of this tile; the first found by decoupled look-back.
 
@@ -275,8 +318,8 @@ def carry_in(
     n_blocks = tl.cdiv(N, BLOCK_N)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
-    agg_a = edge_row(A, BLOCK_T, REVERSE)
-    agg_b = edge_row(B, BLOCK_T, REVERSE)
+    agg_a = edge_row(A, BLOCK_T, REVERSE, SHUFFLE_TIME)
+    agg_b = edge_row(B, BLOCK_T, REVERSE, SHUFFLE_TIME)
     my_flag = _flag(flags, chunk, n_blocks, block)
     if chunk > 0:
         _store_plane(ws, 0, agg_a, chunk, num_chunks, n, n_ok, N)
@@ -312,6 +355,7 @@ def scan_chunk(
     BLOCK_N: tl.constexpr,
     REVERSE: tl.constexpr,
     LOOKBACK: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     """Solve one chunk: returns its ``y`` and the value it carries into the next chunk.
 
@@ -320,11 +364,13 @@ def scan_chunk(
     """
     A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
     if LOOKBACK:
-        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE)
+        carry, carry_out = carry_in(
+            A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, SHUFFLE_TIME
+        )
         y = A + B * carry[None, :]
     else:
         y = A + B * carry[None, :]
-        carry_out = edge_row(y, BLOCK_T, REVERSE)
+        carry_out = edge_row(y, BLOCK_T, REVERSE, SHUFFLE_TIME)
     return y, carry_out
 
 
@@ -342,14 +388,15 @@ def scan_chunk_with_next(
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
     before_a, before_b = identity_map(alpha)  # nothing before a lone element yet
     A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous, reverse=True)
     if LOOKBACK:
-        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True)
+        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, SHUFFLE_TIME)
         y = A + B * carry[None, :]
     else:
         y = A + B * carry[None, :]
-        carry_out = edge_row(y, BLOCK_T, True)
+        carry_out = edge_row(y, BLOCK_T, True, SHUFFLE_TIME)
     return y, E + F * carry[None, :], carry_out

@@ -56,6 +56,7 @@ def _discounted_returns_kernel(
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -81,7 +82,9 @@ def _discounted_returns_kernel(
             alpha = alpha + tl.where(truncated & ~terminated, gamma * v_after, 0.0)
         alpha = tl.where(mask, alpha, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
-        g, carry = _scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK)
+        g, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME
+        )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

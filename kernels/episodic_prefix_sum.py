@@ -47,6 +47,7 @@ def _episodic_prefix_sum_kernel(
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -64,7 +65,9 @@ def _episodic_prefix_sum_kernel(
         else:
             new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask & new_episode, 0.0, 1.0).to(ACC)
-        c, carry = _scan.scan_chunk(x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK)
+        c, carry = _scan.scan_chunk(
+            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK, SHUFFLE_TIME
+        )
         _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 
 

@@ -65,6 +65,7 @@ def _gae_kernel(
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -86,13 +87,15 @@ def _gae_kernel(
         if HAS_NEXT:
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
         else:
-            v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, (t[:, None] + 1 < T) & n_ok[None, :], ACC)
+            v_succ = _scan.successor_rows(
+                v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
+            )
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
         delta = r + gamma * tl.where(terminated, 0.0, v_after) - v
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
         adv, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME
         )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)

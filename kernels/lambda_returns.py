@@ -54,6 +54,7 @@ def _lambda_returns_kernel(
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -73,7 +74,9 @@ def _lambda_returns_kernel(
         trace = tl.where(done, 0.0, gamma * lam)
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
         beta = tl.where(mask, trace, 1.0)
-        g, carry = _scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK)
+        g, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME
+        )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

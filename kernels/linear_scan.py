@@ -44,6 +44,7 @@ def _linear_scan_kernel(
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -58,7 +59,7 @@ def _linear_scan_kernel(
         alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
         beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
         y, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK, SHUFFLE_TIME
         )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 

@@ -65,6 +65,7 @@ def _retrace_kernel(
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -80,7 +81,11 @@ def _retrace_kernel(
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         q = _scan.load_tile(q_ptr, t, n, s_q_t, s_q_n, mask, ACC)
         expected_next_q = _scan.load_tile(eq_ptr, t, n, s_eq_t, s_eq_n, mask, ACC)
-        rho_succ = tl.exp(_scan.load_tile(lr_ptr, t + 1, n, s_lr_t, s_lr_n, not_last, ACC))
+        log_rhos = _scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC)  # used only with SHUFFLE_TIME
+        log_rho_succ = _scan.successor_rows(
+            log_rhos, lr_ptr, chunk, num_chunks, t, n, s_lr_t, s_lr_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
+        )
+        rho_succ = tl.exp(log_rho_succ)
         terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
         done = terminated
         if HAS_TRUNC:
@@ -88,7 +93,9 @@ def _retrace_kernel(
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
-        d, carry = _scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK)
+        d, carry = _scan.scan_chunk(
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME
+        )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 

@@ -79,6 +79,7 @@ def _vtrace_kernel(
     BLOCK_N: tl.constexpr,
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -102,7 +103,9 @@ def _vtrace_kernel(
         done = terminated
         if HAS_TRUNC:
             done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-        v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, not_last, ACC)
+        v_succ = _scan.successor_rows(
+            v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
+        )
         if HAS_NEXT:
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
         else:
@@ -112,7 +115,7 @@ def _vtrace_kernel(
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
         x, x_next, carry = _scan.scan_chunk_with_next(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK, SHUFFLE_TIME
         )
         q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
         pg_adv = tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)

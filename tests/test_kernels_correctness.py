@@ -447,21 +447,43 @@ def test_lookback_with_many_small_tiles(op_case, block_n):
 
 
 @pytest.mark.parametrize("config", [(16, 8, 1, 3), (128, 2, 2, 3), (32, 16, 4, 5)], ids=str)
-@pytest.mark.parametrize("time_dim", [0, 1])
+@pytest.mark.parametrize("layout", ["tn", "nt_view", "nt"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
-def test_pipelined_walks(op_case, time_dim, config):
+def test_pipelined_walks(op_case, layout, config):
     """A program walking many chunks with the next chunks' loads in flight (``num_stages > 1``)
-    gives the reference's answer in both layouts, with a partial last chunk and a partial last
-    block of environments."""
+    gives the reference's answer in both layouts (``[N, T]`` as a view of time-major memory and
+    time-contiguous), with a partial last chunk and a partial last block of environments."""
     from kernels import LaunchConfig
 
     block_t, block_n, warps, stages = config
     op, kw = op_case
     T, N = (1000, 67) if DEVICE == "cuda" else (3 * block_t + 5, block_n + 3)
-    tm = make_inputs(op, T, N, seed=seed_of("pipelined", op_case, time_dim, config), **kw)
-    case = to_time_dim1(tm) if time_dim == 1 else tm
+    tm = make_inputs(op, T, N, seed=seed_of("pipelined", op_case, layout, config), **kw)
+    time_dim = 0 if layout == "tn" else 1
+    case = tm if layout == "tn" else to_time_dim1(tm, contiguous=layout == "nt")
     ref = call(R, upcast(tm))
     launch = LaunchConfig(block_t, block_n, warps, lookback=False, num_stages=stages)
     out = call(kernels, case, time_dim=time_dim, config=launch)
     for o, r in zip(out, ref):
         assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
+
+
+@pytest.mark.parametrize("lookback", [False, True], ids=["walk", "lookback"])
+@pytest.mark.parametrize("T", [128, 384, 300], ids=lambda T: f"T{T}")
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_time_shuffles(op_case, T, lookback):
+    """Time-contiguous ``[N, T]`` tiles of 128 steps move values between time steps by warp shuffles
+    (``_scan.SHUFFLE_TIME``): the carried edge row and, for GAE, V-trace and Retrace, the next
+    step's value (the row after each chunk loaded alone, 0 after the end). One chunk, whole chunks
+    (the row after the last is past the end) and a partial last chunk, both walks."""
+    from kernels import LaunchConfig
+    from kernels._launch import shuffles_time
+
+    config = LaunchConfig(128, 2, num_warps=2, lookback=lookback, num_stages=1 if lookback else 2)
+    assert shuffles_time(config, True, torch.float32) and not shuffles_time(config, False, torch.float32)
+    op, kw = op_case
+    tm = make_inputs(op, T, 5, seed=seed_of("shuffles", op_case, T, lookback), **kw)
+    ref = call(R, upcast(tm))
+    out = call(kernels, to_time_dim1(tm, contiguous=True), time_dim=1, config=config)
+    for o, r in zip(out, ref):
+        assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[torch.float32]

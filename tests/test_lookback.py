@@ -27,7 +27,7 @@ def _carry_kernel(ws, flags, initial_ptr, out_ptr, chunk, T, N, BLOCK_T: tl.cons
     n = tl.arange(0, BLOCK_N)
     A = tl.zeros([BLOCK_T, BLOCK_N], tl.float64)
     initial = tl.load(initial_ptr + n)
-    carry, _ = _scan.carry_in(A, A + 1.0, initial, chunk, 0, T, N, ws, flags, BLOCK_T, BLOCK_N, True)
+    carry, _ = _scan.carry_in(A, A + 1.0, initial, chunk, 0, T, N, ws, flags, BLOCK_T, BLOCK_N, True, False)
     tl.store(out_ptr + n, carry)
 
 
