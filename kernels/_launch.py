@@ -52,24 +52,26 @@ class LaunchConfig:
             raise ValueError(f"LaunchConfig.num_stages must be at least 1, got {self.num_stages}")
 
 
-# A tile's time axis lies in one warp when it is the contiguous axis and one warp of 16-byte float32
-# vectors long (Triton lays 4 consecutive steps per thread, 32 threads along time).
-SHUFFLE_BLOCK_T = 128
+# Time-contiguous tile lengths (steps) that lie in one warp (Triton lays 16-byte vectors of consecutive
+# steps, 32 threads along time), by the byte size of the float inputs: the lengths at which moving
+# values between steps by warp shuffles measured faster than without (H200, docs/perf.md).
+SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 
 
 @lru_cache(maxsize=4096)
-def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False) -> LaunchConfig:
+def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
     ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis); ``wide_scan``
-    for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles.
+    for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles;
+    ``itemsize`` the byte size of the float inputs.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
-      environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps from
-      2048 environments up, one environment x 512 steps from 512; fewer environments walk long
+      environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
+      for 16-bit floats) from 2048 environments up, one environment x 512 steps from 512; fewer environments walk long
       unpipelined chunks, and few environments with long sequences use look-back tiles of one
       environment (2048 steps; 1024 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
@@ -86,9 +88,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
         if T <= 256:  # tiles of ~512 elements (~128 for V-trace), and at least ~256 programs
             block_t = min(t_pow2, 64 if wide_scan else 128)
             block_n = max(1, min((128 if wide_scan else 512) // block_t, n_pow2 // 256))
-            return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == SHUFFLE_BLOCK_T else 1)
+            return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == 128 else 1)
         if N >= 2048:
-            return LaunchConfig(128, 2, num_warps=2, num_stages=3)
+            return LaunchConfig(256 if itemsize == 2 else 128, 2, num_warps=2, num_stages=3)
         if N >= 512:
             return LaunchConfig(min(t_pow2, 512), 1, num_warps=4, num_stages=3)
         if N >= 128 or T <= 2048:
@@ -109,12 +111,13 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
 
 
-def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: torch.dtype) -> bool:
+def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: torch.dtype, itemsize: int) -> bool:
     """Whether the kernel moves values between a tile's time steps by warp shuffles (``SHUFFLE_TIME``
-    in ``_scan``): only where the tile's time axis lies in one warp. Measured on an H200 at
-    8192 x 4096 ``[N, T]``: GAE 189 -> 168 us; with time across warps (512-step tiles) or across
-    the threads of ``[T, N]`` tiles the shuffles go through shared memory and lose (docs/perf.md)."""
-    return time_contiguous and config.block_t == SHUFFLE_BLOCK_T and compute_dtype == torch.float32
+    in ``_scan``): only where the tile's time axis lies in one warp (``SHUFFLE_BLOCK_TS``), for
+    float32 accumulation. Measured on an H200 at 8192 x 4096 ``[N, T]``: GAE 189 -> 169 us; with
+    time across warps or across the threads of ``[T, N]`` tiles the shuffles lose."""
+    return (time_contiguous and compute_dtype == torch.float32
+            and config.block_t in SHUFFLE_BLOCK_TS.get(itemsize, ()))
 
 
 def wide_scan(estimator: str) -> bool:
@@ -137,8 +140,9 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     """
     T, N = batch.T, batch.N
     time_contiguous = tensors[1] == 1 and N > 1
+    itemsize = batch.out_dtype.itemsize
     if config is None:
-        config = choose_config(T, N, time_contiguous, wide_scan)
+        config = choose_config(T, N, time_contiguous, wide_scan, itemsize)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
@@ -154,7 +158,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                       LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages,
-                      SHUFFLE_TIME=shuffles_time(config, time_contiguous, batch.compute_dtype))
+                      SHUFFLE_TIME=shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize))
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():

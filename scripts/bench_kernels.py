@@ -296,9 +296,9 @@ def impl_fn(impl: str, est: str):
     return getattr(get_backend(impl), est)
 
 
-def launch_config(impl, est, N, T, layout, device) -> str:
+def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     if impl == "triton":
-        c = choose_config(T, N, layout == "nt" and N > 1, wide_scan(est))
+        c = choose_config(T, N, layout == "nt" and N > 1, wide_scan(est), dtype.itemsize)
     elif impl == "sequential":
         from kernels.baselines.sequential import _num_sms, sequential_config
 
@@ -329,7 +329,7 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
     in_bytes = sum(t.numel() * t.element_size() for t in itertools.chain(sets[0][0], sets[0][1].values())
                    if isinstance(t, torch.Tensor))
     for impl in impls:
-        row = dict(base, impl=impl, config=launch_config(impl, est, N, T, layout, device))
+        row = dict(base, impl=impl, config=launch_config(impl, est, N, T, layout, dtype, device))
         rows.append(row)
         if impl == "loop" and T > LOOP_MAX_T:
             row.update(status="skipped", note=f"loop: T > {LOOP_MAX_T}")
