@@ -289,21 +289,8 @@ def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, a
 
 
 @triton.jit
-def carry_in(
-    A,
-    B,
-    carry,
-    chunk,
-    block,
-    T,
-    N,
-    ws,
-    flags,
-    BLOCK_T: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    REVERSE: tl.constexpr,
-    SHUFFLE_TIME: tl.constexpr,
-):
+def carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+             REVERSE: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
     """The values carried into and out of this tile; the first found by decoupled look-back.
 
     ``(A, B)`` is the tile's scanned maps and ``carry`` the recurrence's initial value. The tile
@@ -341,6 +328,24 @@ def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
 
 
 @triton.jit
+def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+                 REVERSE: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
+    """``y = A + B * carry_in`` for a scanned chunk ``(A, B)``: returns ``(y, carry_in, carry_out)``.
+
+    ``carry`` is the value carried in from the previous chunk; with look-back it is the recurrence's
+    initial value and the true carry-in is found from the earlier tiles (``carry_in``).
+    """
+    if LOOKBACK:
+        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
+                                    SHUFFLE_TIME)
+        y = A + B * carry[None, :]
+    else:
+        y = A + B * carry[None, :]
+        carry_out = edge_row(y, BLOCK_T, REVERSE, SHUFFLE_TIME)
+    return y, carry, carry_out
+
+
+@triton.jit
 def scan_chunk(
     alpha,
     beta,
@@ -357,46 +362,20 @@ def scan_chunk(
     LOOKBACK: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
 ):
-    """Solve one chunk: returns its ``y`` and the value it carries into the next chunk.
-
-    ``carry`` is the value carried in from the previous chunk; with look-back it is the recurrence's
-    initial value and the true carry-in is found from the earlier tiles (``carry_in``).
-    """
+    """Solve one chunk: returns its ``y`` and the value it carries into the next chunk (``carry``:
+    see ``_apply_carry``)."""
     A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
-    if LOOKBACK:
-        carry, carry_out = carry_in(
-            A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, SHUFFLE_TIME
-        )
-        y = A + B * carry[None, :]
-    else:
-        y = A + B * carry[None, :]
-        carry_out = edge_row(y, BLOCK_T, REVERSE, SHUFFLE_TIME)
+    y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
+                                       LOOKBACK, SHUFFLE_TIME)
     return y, carry_out
 
 
 @triton.jit
-def scan_chunk_with_next(
-    alpha,
-    beta,
-    carry,
-    chunk,
-    block,
-    T,
-    N,
-    ws,
-    flags,
-    BLOCK_T: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    LOOKBACK: tl.constexpr,
-    SHUFFLE_TIME: tl.constexpr,
-):
+def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr,
+                         BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
     """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
     before_a, before_b = identity_map(alpha)  # nothing before a lone element yet
     A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous, reverse=True)
-    if LOOKBACK:
-        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, SHUFFLE_TIME)
-        y = A + B * carry[None, :]
-    else:
-        y = A + B * carry[None, :]
-        carry_out = edge_row(y, BLOCK_T, True, SHUFFLE_TIME)
+    y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
+                                       LOOKBACK, SHUFFLE_TIME)
     return y, E + F * carry[None, :], carry_out
