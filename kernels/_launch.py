@@ -71,9 +71,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
-      for 16-bit floats) from 2048 environments up, one environment x 512 steps from 512; fewer environments walk long
-      unpipelined chunks, and few environments with long sequences use look-back tiles of one
-      environment (2048 steps; 1024 for V-trace).
+      for 16-bit floats) from 2048 environments up, one environment x 512 steps from 512; fewer
+      environments walk long unpipelined chunks, and few environments with long sequences use
+      look-back tiles of one environment (2048 steps; 1024 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer: small one-warp look-back tiles (16 x 64; 8 x 32 for V-trace), which beat
       every larger tile in the sweeps from 512 environments up, except V-trace from 4096
