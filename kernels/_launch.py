@@ -90,7 +90,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
             block_n = max(1, min((128 if wide_scan else 512) // block_t, n_pow2 // 256))
             return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == 128 else 1)
         if N >= 2048:
-            return LaunchConfig(256 if itemsize == 2 else 128, 2, num_warps=2, num_stages=3)
+            block_t = max(SHUFFLE_BLOCK_TS.get(itemsize, (128,)))  # the longest tile that shuffles
+            return LaunchConfig(block_t, 2, num_warps=2, num_stages=3)
         if N >= 512:
             return LaunchConfig(min(t_pow2, 512), 1, num_warps=4, num_stages=3)
         if N >= 128 or T <= 2048:

@@ -126,7 +126,8 @@ def store_tile(ptr, value, t, n, stride_t, stride_n, mask):
 
 @triton.jit
 def load_env(ptr, n, stride, mask, DTYPE: tl.constexpr):
-    """Load one value per environment (``bootstrap_value``, ``initial``) as a ``[BLOCK_N]`` vector."""
+    """Load one value per environment (``bootstrap_value``, ``initial``, one time step of a series)
+    as a ``[BLOCK_N]`` vector."""
     return tl.load(ptr + n.to(tl.int64) * stride, mask=mask, other=0).to(DTYPE)
 
 
@@ -155,7 +156,7 @@ def successor_rows(
         rows = tl.arange(0, BLOCK_T)
         after = chunk_start(chunk, num_chunks, BLOCK_T, True) + BLOCK_T
         after_ok = n_ok & (tl.zeros_like(n) + after < T)
-        edge = tl.load(ptr + wide(after) * stride_t + n.to(tl.int64) * stride_n, mask=after_ok, other=0).to(DTYPE)
+        edge = load_env(ptr + wide(after) * stride_t, n, stride_n, after_ok, DTYPE)
         down = tl.gather(x, tl.minimum(rows + 1, BLOCK_T - 1)[:, None] + tl.zeros_like(x).to(tl.int32), 0)
         return tl.where(rows[:, None] == BLOCK_T - 1, edge[None, :], down)
     return load_tile(ptr, t + 1, n, stride_t, stride_n, (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
