@@ -296,9 +296,14 @@ def impl_fn(impl: str, est: str):
     return getattr(get_backend(impl), est)
 
 
+def default_config(est, N, T, layout, dtype):
+    """The block shape ``kernels.<est>`` chooses for this cell (``choose_config``)."""
+    return choose_config(T, N, layout == "nt" and N > 1, wide_scan(est), dtype.itemsize)
+
+
 def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     if impl == "triton":
-        c = choose_config(T, N, layout == "nt" and N > 1, wide_scan(est), dtype.itemsize)
+        c = default_config(est, N, T, layout, dtype)
     elif impl == "sequential":
         from kernels.baselines.sequential import _num_sms, sequential_config
 

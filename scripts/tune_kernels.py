@@ -31,7 +31,6 @@ import bench_kernels as B  # noqa: E402
 
 import kernels  # noqa: E402
 from kernels import LaunchConfig  # noqa: E402
-from kernels._launch import choose_config, wide_scan  # noqa: E402
 from kernels._triton import triton  # noqa: E402
 
 DEFAULT_SHAPES = "8192x4096,512x8192,2048x2048,16x1048576"
@@ -119,7 +118,7 @@ def tune_cell(cell, configs, copy_gbs: float, opts) -> dict:
             results.append(dict(config=label, status=repr(exc)[:200]))
     timed = sorted((r for r in results if "us" in r and r["config"] != "default"), key=lambda r: r["us"])
     default = next(r for r in results if r["config"] == "default")
-    chosen = choose_config(T, N, layout == "nt" and N > 1, wide_scan(est), B.DTYPES[dtype].itemsize)
+    chosen = B.default_config(est, N, T, layout, B.DTYPES[dtype])
     return dict(estimator=est, N=N, T=T, layout=layout, dtype=dtype, bytes=nbytes, ref_kind=ref_kind,
                 default=vars(chosen), default_us=default.get("us"), best=timed[0] if timed else None,
                 top=timed[:8], failed=[r for r in results if "status" in r][:8], candidates=len(configs))
