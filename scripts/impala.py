@@ -1,6 +1,6 @@
 """IMPALA on EnvPool: actor threads with a stale policy, V-trace / Retrace from the fused kernels.
 
-    python scripts/impala.py                                   # CartPole-v1, solves on a 2-core CPU (~1.5 min)
+    python scripts/impala.py                                   # CartPole-v1; most runs solve it in 1-2 min on 2 cores
     python scripts/impala.py --correction retrace              # Q critic, Retrace targets, ACER-style PG
     python scripts/impala.py --config configs/impala_atari.yaml --env-id Breakout-v5 --num-envs 4096
     python scripts/impala.py --resume runs/<run>/checkpoints/latest.pt
@@ -84,8 +84,8 @@ class Args(ExperimentArgs):
     """linearly anneal the learning rate to 0"""
     num_steps: int = 16
     """trajectory length T per env"""
-    gamma: float = 0.99
-    """discount factor"""
+    gamma: float = 0.98
+    """discount factor (0.98 on CartPole: with 0.99 runs often stalled under the bar; the Atari preset uses 0.99)"""
     correction: Literal["vtrace", "retrace"] = "vtrace"
     """off-policy correction: V-trace (value critic) or Retrace (Q critic, ACER-style policy gradient)"""
     vtrace_lambda: float = 1.0

@@ -35,10 +35,11 @@ def test_default_vtrace_run_solves_cartpole(tmp_path):
     """The default run reaches an average return of 475 within its budget.
 
     Actors and learner run concurrently, so a run is not reproducible step for step even with a
-    fixed seed; the test allows a second seed before it calls the defaults broken.
+    fixed seed, and a run can stall under the bar (2 of 10 measured, docs/impala.md). The test calls
+    the defaults broken only when three independent runs all miss it.
     """
     attempts = []
-    for seed in (1, 2):
+    for seed in (1, 2, 3):
         rows, wall = _run(tmp_path / f"seed{seed}", "--seed", str(seed), "--stop-at-return", "475")
         avg = [row.get("charts/avg_episodic_return", 0.0) for row in rows]
         solved = [row["global_step"] for row, a in zip(rows, avg) if a >= 475]

@@ -3,6 +3,7 @@ policy lag bound, Q head, short trainer runs (V-trace and Retrace), resume, Ctrl
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from agents import make_agent  # noqa: E402
 from envs.async_collector import TrajectoryAssembler  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer  # noqa: E402
+from rltrain.config import load_yaml_preset  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 
 
@@ -214,6 +216,14 @@ def _load_impala():
     sys.modules["impala_script"] = mod  # dataclasses/tyro look the module up
     spec.loader.exec_module(mod)
     return mod
+
+
+def test_classic_control_preset_is_the_defaults():
+    """configs/impala_classic_control.yaml says it holds the script's defaults; it must not drift from them."""
+    impala = _load_impala()
+    preset = load_yaml_preset(ROOT / "configs" / "impala_classic_control.yaml", impala.Args)
+    defaults = dataclasses.asdict(impala.Args())
+    assert preset and {k: defaults[k] for k in preset} == preset
 
 
 def _metrics(run_dir):

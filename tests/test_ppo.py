@@ -2,6 +2,7 @@
 checkpoint/resume, bad input.  The long CartPole learning test is in
 tests/test_ppo_learning.py."""
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from rltrain.config import load_yaml_preset
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "ppo.py"
@@ -29,6 +32,13 @@ def _load_ppo():
 
 
 ppo = _load_ppo()
+
+
+def test_classic_control_preset_is_the_defaults():
+    """configs/classic_control.yaml says it holds the script's defaults; it must not drift from them."""
+    preset = load_yaml_preset(ROOT / "configs" / "classic_control.yaml", ppo.Args)
+    defaults = dataclasses.asdict(ppo.Args())
+    assert preset and {k: defaults[k] for k in preset} == preset
 
 
 def run_inproc(tmp_path, *flags):
