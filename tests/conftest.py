@@ -6,6 +6,7 @@
   imported.  This file is imported by pytest before any test module.
 * ``device`` fixture: ``"cuda"`` when available, else ``"cpu"``; the same
   suite runs on both.
+* ``load_script``: import a trainer script (``scripts/<name>.py``) as a module.
 * Input generators (``make_inputs``) for every estimator of the public API
   and ``rel_err``.  Test modules import these helpers with
   ``from conftest import ...`` (pytest puts ``tests/`` on ``sys.path``).
@@ -13,8 +14,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -29,6 +32,20 @@ from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
 import pytest  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as the module ``<name>_script``, executed once per session and kept in
+    ``sys.modules`` (where dataclasses and tyro look it up)."""
+    if f"{name}_script" in sys.modules:
+        return sys.modules[f"{name}_script"]
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_script", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
 
 OPS = (
     "gae",

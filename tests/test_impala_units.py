@@ -3,8 +3,6 @@ policy lag bound, Q head, short trainer runs (V-trace and Retrace), resume, Ctrl
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 import json
 import os
 import queue
@@ -23,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agents import make_agent  # noqa: E402
+from conftest import load_script  # noqa: E402
 from envs.async_collector import TrajectoryAssembler  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer  # noqa: E402
-from rltrain.config import load_yaml_preset  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 
 
@@ -210,29 +208,13 @@ def test_q_head_agent():
 
 # ----------------------------------------------------------------------------- trainer runs
 
-def _load_impala():
-    spec = importlib.util.spec_from_file_location("impala_script", ROOT / "scripts" / "impala.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["impala_script"] = mod  # dataclasses/tyro look the module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_classic_control_preset_is_the_defaults():
-    """configs/impala_classic_control.yaml says it holds the script's defaults; it must not drift from them."""
-    impala = _load_impala()
-    preset = load_yaml_preset(ROOT / "configs" / "impala_classic_control.yaml", impala.Args)
-    defaults = dataclasses.asdict(impala.Args())
-    assert preset and {k: defaults[k] for k in preset} == preset
-
-
 def _metrics(run_dir):
     return [json.loads(line) for line in open(Path(run_dir) / "metrics.jsonl")]
 
 
 @pytest.mark.parametrize("correction", ["vtrace", "retrace"])
 def test_short_run_logs_everything(tmp_path, correction):
-    impala = _load_impala()
+    impala = load_script("impala")
     args = impala.cli(["--runs-dir", str(tmp_path), "--no-progress", "--total-timesteps", "4096",
                        "--num-envs", "8", "--num-steps", "16", "--correction", correction,
                        "--queue-size", "2", "--checkpoint-every", "4"])
@@ -253,7 +235,7 @@ def test_short_run_logs_everything(tmp_path, correction):
 
 
 def test_async_recv_batch_and_resume(tmp_path):
-    impala = _load_impala()
+    impala = load_script("impala")
     common = ["--runs-dir", str(tmp_path), "--no-progress", "--num-envs", "8", "--env-batch-size", "3",
               "--num-steps", "8", "--checkpoint-every", "2"]
     out = impala.main(impala.cli(common + ["--total-timesteps", "256"]))
@@ -264,7 +246,7 @@ def test_async_recv_batch_and_resume(tmp_path):
 
 
 def test_bad_input(tmp_path):
-    impala = _load_impala()
+    impala = load_script("impala")
     from rltrain.config import ConfigError
     with pytest.raises(ConfigError, match="env-batch-size"):
         impala.main(impala.cli(["--runs-dir", str(tmp_path), "--num-envs", "4", "--env-batch-size", "9"]))

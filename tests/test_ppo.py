@@ -2,8 +2,6 @@
 checkpoint/resume, bad input.  The long CartPole learning test is in
 tests/test_ppo_learning.py."""
 
-import dataclasses
-import importlib.util
 import json
 import os
 import signal
@@ -15,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rltrain.config import load_yaml_preset
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "ppo.py"
@@ -23,22 +21,7 @@ TINY = ["--num-envs", "2", "--num-steps", "8", "--num-minibatches", "2", "--upda
         "--no-progress"]
 
 
-def _load_ppo():
-    spec = importlib.util.spec_from_file_location("ppo_script", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["ppo_script"] = mod  # dataclasses/tyro look the module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ppo = _load_ppo()
-
-
-def test_classic_control_preset_is_the_defaults():
-    """configs/classic_control.yaml says it holds the script's defaults; it must not drift from them."""
-    preset = load_yaml_preset(ROOT / "configs" / "classic_control.yaml", ppo.Args)
-    defaults = dataclasses.asdict(ppo.Args())
-    assert preset and {k: defaults[k] for k in preset} == preset
+ppo = load_script("ppo")
 
 
 def run_inproc(tmp_path, *flags):

@@ -1,15 +1,18 @@
 """Unit tests of rltrain/: timers, Amdahl, checkpoints, config, seeding, rollout storage."""
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from rltrain.checkpoint import load_checkpoint, save_checkpoint
-from rltrain.config import ConfigError, parse_args
+from conftest import load_script
+from rltrain.config import ConfigError, load_yaml_preset, parse_args
 from rltrain.rollout import RolloutBuffer, minibatch_indices
 from rltrain.seeding import get_rng_state, seed_everything, set_rng_state
 from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals
@@ -120,3 +123,12 @@ def test_rollout_buffer_and_minibatches():
     assert idx.shape == (3, 5) and sorted(idx.flatten().tolist()) == list(range(15))
     with pytest.raises(ValueError):
         minibatch_indices(15, 4, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("script, preset", [("ppo", "classic_control.yaml"), ("impala", "impala_classic_control.yaml")])
+def test_classic_control_preset_is_the_defaults(script, preset):
+    """The classic-control presets say they hold their script's defaults; they must not drift from them."""
+    args_cls = load_script(script).Args
+    values = load_yaml_preset(Path(__file__).resolve().parents[1] / "configs" / preset, args_cls)
+    defaults = dataclasses.asdict(args_cls())
+    assert values and {k: defaults[k] for k in values} == values
