@@ -59,19 +59,23 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 
 
 @lru_cache(maxsize=4096)
-def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4) -> LaunchConfig:
+def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
+                  pipelined_walks: bool = True) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
     ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis); ``wide_scan``
     for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles;
-    ``itemsize`` the byte size of the float inputs.
+    ``itemsize`` the byte size of the float inputs; ``pipelined_walks`` false for kernels whose long
+    ``[N, T]`` walks over many environments ran faster unpipelined (lambda returns, discounted
+    returns, ``linear_scan``: from 4096 environments, f32 and bf16, docs/perf.md "Unpipelined walks").
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
-      for 16-bit floats) from 2048 environments up, one environment x 512 steps from 512; fewer
+      for 16-bit floats) from 2048 environments up (unpipelined from 4096 without
+      ``pipelined_walks``), one environment x 512 steps from 512; fewer
       environments walk long unpipelined chunks, and few environments with long sequences use
       look-back tiles of one environment (2048 steps; 1024 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
@@ -91,7 +95,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
             return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == 128 else 1)
         if N >= 2048:
             block_t = max(SHUFFLE_BLOCK_TS.get(itemsize, (128,)))  # the longest tile that shuffles
-            return LaunchConfig(block_t, 2, num_warps=2, num_stages=3)
+            return LaunchConfig(block_t, 2, num_warps=2, num_stages=3 if pipelined_walks or N < 4096 else 1)
         if N >= 512:
             return LaunchConfig(min(t_pow2, 512), 1, num_warps=4, num_stages=3)
         if N >= 128 or T <= 2048:
@@ -121,17 +125,21 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
             and config.block_t in SHUFFLE_BLOCK_TS.get(itemsize, ()))
 
 
-def wide_scan(estimator: str) -> bool:
-    """Whether ``estimator``'s kernel scans four values per step (its module's ``WIDE_SCAN``)."""
-    return getattr(importlib.import_module(f"kernels.{estimator}"), "WIDE_SCAN", False)
+def kernel_traits(estimator: str) -> dict:
+    """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
+    ``WIDE_SCAN`` (default false) and ``PIPELINED_WALKS`` (default true)."""
+    module = importlib.import_module(f"kernels.{estimator}")
+    return {"wide_scan": getattr(module, "WIDE_SCAN", False),
+            "pipelined_walks": getattr(module, "PIPELINED_WALKS", True)}
 
 
 def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple, *,
-           wide_scan: bool = False, **constexprs) -> None:
+           wide_scan: bool = False, pipelined_walks: bool = True, **constexprs) -> None:
     """Launch an estimator kernel: its tensor arguments, the look-back workspace, sizes, coefficients.
 
-    ``config=None`` takes :func:`choose_config`'s block shape for the problem; ``tensors[:3]`` is
-    the first input's ``(tensor, stride_t, stride_n)``, which says whether time is contiguous.
+    ``config=None`` takes :func:`choose_config`'s block shape for the problem (with the kernel's
+    ``wide_scan`` and ``pipelined_walks``); ``tensors[:3]`` is the first input's
+    ``(tensor, stride_t, stride_n)``, which says whether time is contiguous.
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``.
@@ -143,7 +151,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     time_contiguous = tensors[1] == 1 and N > 1
     itemsize = batch.out_dtype.itemsize
     if config is None:
-        config = choose_config(T, N, time_contiguous, wide_scan, itemsize)
+        config = choose_config(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1

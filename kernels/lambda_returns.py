@@ -22,6 +22,9 @@ from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl
 
+# Long [N, T] walks over many environments run faster unpipelined (_launch.choose_config).
+PIPELINED_WALKS = False
+
 
 @_scan.coefficient_kernel
 def _lambda_returns_kernel(
@@ -130,6 +133,7 @@ def lambda_returns(
                 *b.strides(g),
             ),
             scalars(gamma, lam),
+            pipelined_walks=PIPELINED_WALKS,
             HAS_TRUNC=truncated is not None,
         )
     return g

@@ -19,6 +19,9 @@ from kernels._launch import LaunchConfig, launch
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl, triton
 
+# Long [N, T] walks over many environments run faster unpipelined (_launch.choose_config).
+PIPELINED_WALKS = False
+
 
 @triton.jit
 def _linear_scan_kernel(
@@ -97,6 +100,7 @@ def linear_scan(
             config,
             (*b.series("alpha", alpha), *b.series("beta", alpha), *b.per_env("initial", alpha), y, *b.strides(y)),
             (),
+            pipelined_walks=PIPELINED_WALKS,
             REVERSE=reverse,
             HAS_INIT=initial is not None,
         )

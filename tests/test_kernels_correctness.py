@@ -468,24 +468,26 @@ def test_pipelined_walks(op_case, layout, config):
         assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("lookback", [False, True], ids=["walk", "lookback"])
+@pytest.mark.parametrize("walk", ["unpipelined", "pipelined", "lookback"])
 @pytest.mark.parametrize("T", [128, 384, 300], ids=lambda T: f"T{T}")
 @pytest.mark.parametrize("dtype,block_t", [(torch.float32, 128), (torch.bfloat16, 128), (torch.bfloat16, 256)],
                          ids=["f32-128", "bf16-128", "bf16-256"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
-def test_time_shuffles(op_case, dtype, block_t, T, lookback):
+def test_time_shuffles(op_case, dtype, block_t, T, walk):
     """Time-contiguous ``[N, T]`` tiles whose steps lie in one warp move values between time steps
     by warp shuffles (``_scan.SHUFFLE_TIME``): the carried edge row and, for GAE, V-trace and
     Retrace, the next step's value (the row after each chunk loaded alone, 0 after the end). One
-    chunk, whole chunks (the row after the last is past the end) and a partial last chunk, both walks."""
+    chunk, whole chunks (the row after the last is past the end) and a partial last chunk; walks
+    without and with pipelining, and look-back tiles."""
     from kernels import LaunchConfig
     from kernels._launch import shuffles_time
 
-    config = LaunchConfig(block_t, 2, num_warps=2, lookback=lookback, num_stages=1 if lookback else 2)
+    stages = 2 if walk == "pipelined" else 1
+    config = LaunchConfig(block_t, 2, num_warps=2, lookback=walk == "lookback", num_stages=stages)
     assert shuffles_time(config, True, torch.float32, dtype.itemsize)
     assert not shuffles_time(config, False, torch.float32, dtype.itemsize)
     op, kw = op_case
-    tm = make_inputs(op, T, 5, dtype=dtype, seed=seed_of("shuffles", op_case, dtype, block_t, T, lookback), **kw)
+    tm = make_inputs(op, T, 5, dtype=dtype, seed=seed_of("shuffles", op_case, dtype, block_t, T, walk), **kw)
     ref = call(R, upcast(tm))
     out = call(kernels, to_time_dim1(tm, contiguous=True), time_dim=1, config=config)
     for o, r in zip(out, ref):
