@@ -74,8 +74,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
-      for 16-bit floats) from 2048 environments up (unpipelined from 4096 without
-      ``pipelined_walks``), one environment x 512 steps from 512; fewer
+      for 16-bit floats) from 2048 environments up (without ``pipelined_walks``, from 4096
+      environments: one environment per one-warp program, unpipelined), one environment x 512
+      steps from 512; fewer
       environments walk long unpipelined chunks, and few environments with long sequences use
       look-back tiles of one environment (2048 steps; 1024 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
@@ -95,7 +96,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
             return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == 128 else 1)
         if N >= 2048:
             block_t = max(SHUFFLE_BLOCK_TS.get(itemsize, (128,)))  # the longest tile that shuffles
-            return LaunchConfig(block_t, 2, num_warps=2, num_stages=3 if pipelined_walks or N < 4096 else 1)
+            if pipelined_walks or N < 4096:
+                return LaunchConfig(block_t, 2, num_warps=2, num_stages=3)
+            return LaunchConfig(block_t, 1, num_warps=1)
         if N >= 512:
             return LaunchConfig(min(t_pow2, 512), 1, num_warps=4, num_stages=3)
         if N >= 128 or T <= 2048:

@@ -478,12 +478,14 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
     by warp shuffles (``_scan.SHUFFLE_TIME``): the carried edge row and, for GAE, V-trace and
     Retrace, the next step's value (the row after each chunk loaded alone, 0 after the end). One
     chunk, whole chunks (the row after the last is past the end) and a partial last chunk; walks
-    without and with pipelining, and look-back tiles."""
+    of one environment per warp without pipelining (``choose_config``'s for kernels without
+    ``pipelined_walks``), walks of two environments with pipelining, and look-back tiles."""
     from kernels import LaunchConfig
     from kernels._launch import shuffles_time
 
-    stages = 2 if walk == "pipelined" else 1
-    config = LaunchConfig(block_t, 2, num_warps=2, lookback=walk == "lookback", num_stages=stages)
+    config = {"unpipelined": LaunchConfig(block_t, 1, num_warps=1),
+              "pipelined": LaunchConfig(block_t, 2, num_warps=2, num_stages=2),
+              "lookback": LaunchConfig(block_t, 2, num_warps=2, lookback=True)}[walk]
     assert shuffles_time(config, True, torch.float32, dtype.itemsize)
     assert not shuffles_time(config, False, torch.float32, dtype.itemsize)
     op, kw = op_case
