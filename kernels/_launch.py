@@ -68,7 +68,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles;
     ``itemsize`` the byte size of the float inputs; ``pipelined_walks`` false for kernels whose long
     ``[N, T]`` walks over many environments ran faster unpipelined (lambda returns, discounted
-    returns, ``linear_scan``: from 4096 environments, f32 and bf16, docs/perf.md "Unpipelined walks").
+    returns, ``linear_scan``: from 4096 environments, f32 and bf16; docs/perf.md, "Profiles and
+    unpipelined walks").
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
@@ -76,9 +77,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
       for 16-bit floats) from 2048 environments up (without ``pipelined_walks``, from 4096
       environments: one environment per one-warp program, unpipelined), one environment x 512
-      steps from 512; fewer
-      environments walk long unpipelined chunks, and few environments with long sequences use
-      look-back tiles of one environment (2048 steps; 1024 for V-trace).
+      steps from 512; fewer environments walk long unpipelined chunks, and few environments with
+      long sequences use look-back tiles of one environment (2048 steps; 1024 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer: small one-warp look-back tiles (16 x 64; 8 x 32 for V-trace), which beat
       every larger tile in the sweeps from 512 environments up, except V-trace from 4096
