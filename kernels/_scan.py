@@ -364,6 +364,61 @@ def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constex
 
 
 @triton.jit
+def _quarters(x):
+    """A ``[128]`` vector as its four interleaved quarters ``x[4i + k]``, k = 0..3 (``[32]`` each).
+    A 128-step float32 tile holds 4 consecutive steps per thread, so each quarter is one register
+    per thread and splitting moves no data."""
+    even, odd = tl.split(tl.reshape(x, [32, 2, 2]))  # x[4i + 2j], x[4i + 2j + 1]
+    x0, x2 = tl.split(even)
+    x1, x3 = tl.split(odd)
+    return x0, x1, x2, x3
+
+
+@triton.jit
+def _from_quarters(x0, x1, x2, x3):
+    """The ``[128]`` vector whose quarters (``_quarters``) are ``x0 .. x3``."""
+    return tl.reshape(tl.join(tl.join(x0, x2), tl.join(x1, x3)), [128])
+
+
+@triton.jit
+def scan_thread_steps_first(alpha, beta, REVERSE: tl.constexpr):
+    """``tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)`` of a ``[128, 1]``
+    float32 tile (time in one warp, 4 consecutive steps per thread), in two levels.
+
+    Each thread composes its own 4 steps elementwise (inclusive maps ``(A_k, B_k)`` in scan order,
+    and the thread's whole map); the warp scans the 32 whole maps; the map of the threads before
+    a thread in scan order, ``(E_a, E_b)`` (identity for the first), then precedes every step:
+    ``(A_k + B_k E_a, B_k E_b)``. The warp scan moves one map per thread instead of four, and a
+    reverse scan mirrors one register per value across the warp instead of four (Triton reverses
+    a scan's lanes by shuffles): 20 shuffles per chunk instead of 32 (``linear_scan``, sm_90).
+    """
+    a0, a1, a2, a3 = _quarters(tl.reshape(alpha, [128]))
+    b0, b1, b2, b3 = _quarters(tl.reshape(beta, [128]))
+    if REVERSE:
+        A3, B3 = a3, b3
+        A2, B2 = affine_then(A3, B3, a2, b2)
+        A1, B1 = affine_then(A2, B2, a1, b1)
+        A0, B0 = affine_then(A1, B1, a0, b0)
+        whole_a, whole_b = A0, B0
+    else:
+        A0, B0 = a0, b0
+        A1, B1 = affine_then(A0, B0, a1, b1)
+        A2, B2 = affine_then(A1, B1, a2, b2)
+        A3, B3 = affine_then(A2, B2, a3, b3)
+        whole_a, whole_b = A3, B3
+    S_a, S_b = tl.associative_scan((whole_a[:, None], whole_b[:, None]), 0, affine_then, reverse=REVERSE)
+    lane = tl.arange(0, 32)[:, None]
+    source = lane + 1 if REVERSE else lane - 1  # the thread just before in scan order
+    exists = (source >= 0) & (source < 32)
+    source = tl.minimum(tl.maximum(source, 0), 31)
+    E_a = tl.reshape(tl.where(exists, tl.gather(S_a, source, 0), 0.0), [32])
+    E_b = tl.reshape(tl.where(exists, tl.gather(S_b, source, 0), 1.0), [32])
+    A = _from_quarters(A0 + B0 * E_a, A1 + B1 * E_a, A2 + B2 * E_a, A3 + B3 * E_a)
+    B = _from_quarters(B0 * E_b, B1 * E_b, B2 * E_b, B3 * E_b)
+    return tl.reshape(A, [128, 1]), tl.reshape(B, [128, 1])
+
+
+@triton.jit
 def scan_chunk(
     alpha,
     beta,
@@ -379,10 +434,16 @@ def scan_chunk(
     REVERSE: tl.constexpr,
     LOOKBACK: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
+    THREAD_STEPS_FIRST: tl.constexpr = False,
 ):
     """Solve one chunk: returns its ``y`` and the value it carries into the next chunk (``carry``:
-    see ``_apply_carry``)."""
-    A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
+    see ``_apply_carry``). ``THREAD_STEPS_FIRST``: scan ``[128, 1]`` float32 tiles whose time lies
+    in one warp by ``scan_thread_steps_first`` (faster for ``linear_scan``, slower for lambda and
+    discounted returns: H200, docs/perf.md)."""
+    if THREAD_STEPS_FIRST and SHUFFLE_TIME and BLOCK_T == 128 and BLOCK_N == 1:
+        A, B = scan_thread_steps_first(alpha, beta, REVERSE)
+    else:
+        A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
     y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
                                        LOOKBACK, SHUFFLE_TIME)
     return y, carry_out
