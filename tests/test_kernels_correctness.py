@@ -479,13 +479,15 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
     Retrace, the next step's value (the row after each chunk loaded alone, 0 after the end). One
     chunk, whole chunks (the row after the last is past the end) and a partial last chunk; walks
     of one environment per warp without pipelining (``choose_config``'s for kernels without
-    ``pipelined_walks``), walks of two environments with pipelining, and look-back tiles."""
+    ``pipelined_walks``), walks of two environments with pipelining, and look-back tiles of one
+    environment. ``linear_scan``'s float32 tiles of one environment take the two-level scan
+    (``_scan.scan_thread_steps_first``), in both directions."""
     from kernels import LaunchConfig
     from kernels._launch import shuffles_time
 
     config = {"unpipelined": LaunchConfig(block_t, 1, num_warps=1),
               "pipelined": LaunchConfig(block_t, 2, num_warps=2, num_stages=2),
-              "lookback": LaunchConfig(block_t, 2, num_warps=2, lookback=True)}[walk]
+              "lookback": LaunchConfig(block_t, 1, num_warps=1, lookback=True)}[walk]
     assert shuffles_time(config, True, torch.float32, dtype.itemsize)
     assert not shuffles_time(config, False, torch.float32, dtype.itemsize)
     op, kw = op_case
