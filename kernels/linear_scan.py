@@ -63,7 +63,7 @@ def _linear_scan_kernel(
         beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
         y, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK, SHUFFLE_TIME,
-            a_ptr.dtype.element_ty.primitive_bitwidth == 32,
+            a_ptr.dtype.element_ty.primitive_bitwidth == 32,  # THREAD_STEPS_FIRST: 4 float32 steps per thread
         )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 
