@@ -128,21 +128,23 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
             and config.block_t in SHUFFLE_BLOCK_TS.get(itemsize, ()))
 
 
+@lru_cache(maxsize=None)
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
-    ``WIDE_SCAN`` (default false) and ``PIPELINED_WALKS`` (default true)."""
+    ``WIDE_SCAN`` (default false) and ``PIPELINED_WALKS`` (default true). Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
             "pipelined_walks": getattr(module, "PIPELINED_WALKS", True)}
 
 
-def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple, *,
-           wide_scan: bool = False, pipelined_walks: bool = True, **constexprs) -> None:
+def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple,
+           **constexprs) -> None:
     """Launch an estimator kernel: its tensor arguments, the look-back workspace, sizes, coefficients.
 
-    ``config=None`` takes :func:`choose_config`'s block shape for the problem (with the kernel's
-    ``wide_scan`` and ``pipelined_walks``); ``tensors[:3]`` is the first input's
-    ``(tensor, stride_t, stride_n)``, which says whether time is contiguous.
+    ``config=None`` takes :func:`choose_config`'s block shape for the problem, with the
+    :func:`kernel_traits` of the module that defines ``kernel`` (the benchmark reads the same);
+    ``tensors[:3]`` is the first input's ``(tensor, stride_t, stride_n)``, which says whether time
+    is contiguous.
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``.
@@ -154,7 +156,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     time_contiguous = tensors[1] == 1 and N > 1
     itemsize = batch.out_dtype.itemsize
     if config is None:
-        config = choose_config(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks)
+        estimator = kernel.fn.__module__.rpartition(".")[2]
+        config = choose_config(T, N, time_contiguous, itemsize=itemsize, **kernel_traits(estimator))
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1

@@ -160,7 +160,6 @@ def discounted_returns(
                 *b.strides(g),
             ),
             scalars(gamma),
-            pipelined_walks=PIPELINED_WALKS,
             HAS_TRUNC=truncated is not None,
             HAS_NEXT=next_values is not None,
             HAS_BOOT=bootstrap_value is not None,

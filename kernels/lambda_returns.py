@@ -133,7 +133,6 @@ def lambda_returns(
                 *b.strides(g),
             ),
             scalars(gamma, lam),
-            pipelined_walks=PIPELINED_WALKS,
             HAS_TRUNC=truncated is not None,
         )
     return g

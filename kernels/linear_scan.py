@@ -101,7 +101,6 @@ def linear_scan(
             config,
             (*b.series("alpha", alpha), *b.series("beta", alpha), *b.per_env("initial", alpha), y, *b.strides(y)),
             (),
-            pipelined_walks=PIPELINED_WALKS,
             REVERSE=reverse,
             HAS_INIT=initial is not None,
         )

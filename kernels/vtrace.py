@@ -235,7 +235,6 @@ def vtrace(
                 *b.strides(pg_adv),
             ),
             scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
-            wide_scan=WIDE_SCAN,
             HAS_TRUNC=truncated is not None,
             HAS_NEXT=next_values is not None,
         )
