@@ -1,7 +1,6 @@
 """Unit tests of rltrain/: timers, Amdahl, checkpoints, config, seeding, rollout storage."""
 
 import dataclasses
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
