@@ -148,7 +148,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``.
-    With look-back, ``flags`` holds the ticket counter and one zeroed flag per tile, and ``ws`` three
+    With look-back, ``flags`` holds one zeroed flag per tile, and ``ws`` three
     ``[num_chunks, N]`` planes.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
     """
@@ -162,7 +162,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
     if lookback:
-        flags = torch.zeros(1 + num_chunks * n_blocks, dtype=torch.int32, device=batch.device)
+        flags = torch.zeros(num_chunks * n_blocks, dtype=torch.int32, device=batch.device)
         ws = torch.empty(3 * num_chunks * N, dtype=batch.compute_dtype, device=batch.device)
         programs = num_chunks * n_blocks
     else:

@@ -163,22 +163,25 @@ def successor_rows(
 
 
 @triton.jit
-def tile_schedule(counter_ptr, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr):
+def tile_schedule(T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr):
     """Which environments and chunks this program owns: ``(block, first_chunk, end_chunk, num_chunks)``.
 
     The program's environments are ``block * BLOCK_N + arange(BLOCK_N)``.
 
     Without look-back a program owns ``BLOCK_N`` environments for all of time. With look-back it
-    owns one ``[BLOCK_T, BLOCK_N]`` tile; tiles are handed out in walking order by a ticket counter,
-    so every tile's predecessors were started before it (no deadlock, whatever the hardware's
-    block order).
+    owns one ``[BLOCK_T, BLOCK_N]`` tile, numbered in walking order (chunk-major), so a tile only
+    ever waits for tiles with smaller program ids. The GPU starts a grid's programs in increasing
+    id order, so those were all started before it: no deadlock. CUB's single-pass scan makes the
+    same assumption (tile index = block index). A ticket counter handed out by an atomic would not
+    need it, but cost every tile an L2 round trip before its first load: 6-12% of the time of
+    ``[T, N]`` look-back tiles on an H200 (docs/perf.md, "Look-back tiles without a ticket").
     """
     num_chunks = tl.cdiv(T, BLOCK_T)
     if LOOKBACK:
-        ticket = tl.atomic_add(counter_ptr, 1)
+        tile = tl.program_id(0)
         n_blocks = tl.cdiv(N, BLOCK_N)
-        first = ticket // n_blocks
-        return ticket % n_blocks, first, first + 1, num_chunks
+        first = tile // n_blocks
+        return tile % n_blocks, first, first + 1, num_chunks
     return tl.program_id(0), 0, num_chunks, num_chunks
 
 
@@ -191,9 +194,8 @@ def _plane_row(ws, slot, chunk, num_chunks, N):
 
 @triton.jit
 def _flag(flags, chunk, n_blocks, block):
-    """The flag of tile ``(chunk, block)`` (a scalar or a vector of chunks); ``flags[0]`` is the
-    ticket counter."""
-    return flags + 1 + wide(chunk) * n_blocks + block
+    """The flag of tile ``(chunk, block)`` (a scalar or a vector of chunks)."""
+    return flags + wide(chunk) * n_blocks + block
 
 
 @triton.jit
@@ -317,7 +319,7 @@ def carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, 
     and finally publishes its own carried-out value (flag 2). The first tile only does the last
     step. Tiles up to ``WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time.
     ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha, aggregate beta, carried-out value;
-    ``flags`` the ticket counter, then one flag per tile.
+    ``flags`` one flag per tile.
     """
     num_chunks = tl.cdiv(T, BLOCK_T)
     n_blocks = tl.cdiv(N, BLOCK_N)

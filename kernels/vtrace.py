@@ -86,7 +86,7 @@ def _vtrace_kernel(
     rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
     pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
-    block, first, end, num_chunks = _scan.tile_schedule(flags, T, N, BLOCK_T, BLOCK_N, LOOKBACK)
+    block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
     if not HAS_NEXT:

@@ -40,9 +40,9 @@ def carried_in(chunk: int, known: int, seed: int = 0, block_n: int = 8):
     agg_a, agg_b, value = (torch.randn(num_chunks, block_n, generator=g, dtype=torch.float64) for _ in range(3))
     initial = torch.randn(block_n, generator=g, dtype=torch.float64)
     ws = torch.stack([agg_a, agg_b, value]).reshape(-1)
-    flags = torch.zeros(1 + num_chunks, dtype=torch.int32)
-    flags[1:1 + known] = 2
-    flags[1 + known:1 + chunk] = 1
+    flags = torch.zeros(num_chunks, dtype=torch.int32)
+    flags[:known] = 2
+    flags[known:chunk] = 1
     out = torch.empty(block_n, dtype=torch.float64)
     to = lambda t: t.to(DEVICE)  # noqa: E731
     ws, flags, initial_d, out = to(ws), to(flags), to(initial), to(out)
@@ -62,4 +62,4 @@ def test_carry_in_composes_the_aggregates_up_to_the_nearest_known_value(chunk, k
     assert (block_n <= _scan.WINDOWED_LOOKBACK_MAX_N.value) == (block_n == 8)
     got, expected, flags = carried_in(chunk, known, seed=chunk * 31 + known, block_n=block_n)
     assert torch.allclose(got, expected, rtol=1e-12, atol=1e-12)
-    assert int(flags[1 + chunk]) == 2  # and the tile published its own carried-out value
+    assert int(flags[chunk]) == 2  # and the tile published its own carried-out value
