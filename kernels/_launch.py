@@ -80,10 +80,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       steps from 512; fewer environments walk long unpipelined chunks, and few environments with
       long sequences use look-back tiles of one environment (2048 steps; 1024 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
-    * ``[T, N]``, longer: small one-warp look-back tiles (16 x 64; 8 x 32 for V-trace), which beat
-      every larger tile in the sweeps from 512 environments up, except V-trace from 4096
-      environments, whose pipelined 16 x 16 walk is faster; fewer environments take long look-back
-      tiles (16 environments wide, so they look back a window of tiles at a time: ``_scan``).
+    * ``[T, N]``, longer, from 512 environments: small one-warp look-back tiles, 16 x 64 from 2048
+      environments and 32 x 32 below; V-trace two-warp 16 x 32 tiles below 8192 environments and
+      a pipelined 32 x 16 walk from there. Fewer environments take long look-back tiles (16
+      environments wide, so they look back a window of tiles at a time: ``_scan``).
     """
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -109,10 +109,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
-    if wide_scan and N >= 4096:
-        return LaunchConfig(16, 16, num_warps=2, num_stages=3)
     if N >= 512:
-        return LaunchConfig(8, 32, num_warps=1, lookback=True) if wide_scan else LaunchConfig(16, 64, 1, True)
+        if wide_scan:
+            return LaunchConfig(32, 16, num_warps=2, num_stages=3) if N >= 8192 else LaunchConfig(16, 32, 2, True)
+        return LaunchConfig(16, 64, num_warps=1, lookback=True) if N >= 2048 else LaunchConfig(32, 32, 1, True)
     block_n = min(16, n_pow2)
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)

@@ -424,15 +424,17 @@ def test_float64_coefficients_below_float32_range(pg_rho_bar):
     assert bool((pg_adv != 0).any())
 
 
-@pytest.mark.parametrize("block_n", [8, 32], ids=["windowed_walk", "one_by_one_walk"])
+@pytest.mark.parametrize("block_n, warps", [(8, 1), (32, 1), (32, 2)],
+                         ids=["windowed_walk", "one_by_one_walk", "one_by_one_walk_two_warps"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
-def test_lookback_with_many_small_tiles(op_case, block_n):
+def test_lookback_with_many_small_tiles(op_case, block_n, warps):
     """Thousands of look-back tiles in flight at once (on a GPU) still give the reference's answer.
 
     Tiny tiles make a tile's predecessors most likely to be mid-publication when it looks back, so
     a tile that read an aggregate before all of it was written (or any other ordering slip)
     shows up here; it did, before each aggregate was published under a single flag. Both look-back
-    walks: tiles up to ``_scan.WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time.
+    walks: tiles up to ``_scan.WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time;
+    tiles of one warp and of two (V-trace's default ``[T, N]`` tiles below 8192 environments).
     """
     from kernels import LaunchConfig
 
@@ -441,7 +443,7 @@ def test_lookback_with_many_small_tiles(op_case, block_n):
     case = make_inputs(op, T, N, seed=seed_of("lookback", op_case), **kw)
     ref = call(R, upcast(case))
     for _ in range(repeats):
-        out = call(kernels, case, config=LaunchConfig(16, block_n, num_warps=1, lookback=True))
+        out = call(kernels, case, config=LaunchConfig(16, block_n, num_warps=warps, lookback=True))
         for o, r in zip(out, ref):
             assert rel_err(o, r) < TOL[torch.float32]
 
