@@ -37,6 +37,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -52,7 +53,7 @@ if str(ROOT) not in sys.path:
 
 import kernels  # noqa: E402
 from kernels import reference as R  # noqa: E402
-from kernels._launch import choose_config, kernel_traits  # noqa: E402
+from kernels._launch import LaunchConfig, choose_config, kernel_traits  # noqa: E402
 from kernels._triton import runs_triton, triton  # noqa: E402
 from kernels.backends import get_backend  # noqa: E402
 
@@ -310,9 +311,24 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
         c = sequential_config(N, _num_sms(torch.device(device)))
     else:
         return ""
+    return config_label(c)
+
+
+def config_label(c) -> str:
+    """A block shape as ``<block_t>x<block_n>w<warps>[+lookback][+<stages>stages]`` (``parse_config_label``
+    reads it back)."""
     stages = getattr(c, "num_stages", 1)
     return (f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if getattr(c, "lookback", False) else "")
             + (f"+{stages}stages" if stages > 1 else ""))
+
+
+def parse_config_label(label: str) -> LaunchConfig:
+    """The :class:`LaunchConfig` that ``config_label`` wrote as ``label``, e.g. ``16x64w1+lookback``."""
+    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?", label.strip())
+    if match is None:
+        raise ValueError(f"config label {label!r} is not <block_t>x<block_n>w<warps>[+lookback][+<stages>stages]")
+    block_t, block_n, warps, lookback, stages = match.groups()
+    return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1))
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:

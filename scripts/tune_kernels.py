@@ -12,6 +12,10 @@ on-disk cache), then, in this process alone, checked against the float64 referen
 environments, the benchmark's check) and timed with the benchmark's ``do_bench`` median. Inputs,
 reference, error and timing are ``scripts/bench_kernels.py``'s, so a tuned figure is comparable with
 the benchmark's. The winners feed ``kernels/_launch.py:choose_config``.
+
+``--configs`` times a given list of block shapes instead (labels as the benchmark prints them,
+``16x64w1+lookback``, ``32x16w2+3stages``), and ``--top 0`` records every timing, not only the
+fastest eight: to compare a few candidate rules on many cells.
 """
 
 from __future__ import annotations
@@ -121,7 +125,8 @@ def tune_cell(cell, configs, copy_gbs: float, opts) -> dict:
     chosen = B.default_config(est, N, T, layout, B.DTYPES[dtype])
     return dict(estimator=est, N=N, T=T, layout=layout, dtype=dtype, bytes=nbytes, ref_kind=ref_kind,
                 default=vars(chosen), default_us=default.get("us"), best=timed[0] if timed else None,
-                top=timed[:8], failed=[r for r in results if "status" in r][:8], candidates=len(configs))
+                top=timed[:opts.top] if opts.top else timed, failed=[r for r in results if "status" in r][:8],
+                candidates=len(configs))
 
 
 def parse_args(argv=None):
@@ -132,6 +137,10 @@ def parse_args(argv=None):
     p.add_argument("--dtype", default="f32", choices=sorted(B.DTYPES))
     p.add_argument("--stages", default="1,2,3", help="pipeline depths tried for walks without look-back")
     p.add_argument("--no-lookback", action="store_true", help="leave the look-back tiles out")
+    p.add_argument("--configs", default=None,
+                   help="comma-separated block shapes to time instead of the generated candidates, "
+                        "e.g. 16x64w1+lookback,32x16w2+3stages")
+    p.add_argument("--top", type=int, default=8, help="ranked timings recorded per cell (0: all)")
     p.add_argument("--jobs", type=int, default=8, help="parallel compile processes")
     p.add_argument("--budget", type=float, default=300.0, help="seconds; no new cell starts after it")
     p.add_argument("--warmup-ms", type=float, default=5.0)
@@ -147,7 +156,8 @@ def main(argv=None):
     shapes = [tuple(int(x) for x in s.split("x")) for s in opts.shapes.split(",")]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     stages = tuple(int(s) for s in opts.stages.split(","))
-    cells = [((est, N, T, layout, opts.dtype), candidates(N, T, layout, sms, stages, not opts.no_lookback))
+    given = [B.parse_config_label(label) for label in opts.configs.split(",")] if opts.configs else None
+    cells = [((est, N, T, layout, opts.dtype), given or candidates(N, T, layout, sms, stages, not opts.no_lookback))
              for N, T in shapes for layout in opts.layouts.split(",") for est in opts.estimators.split(",")]
     failures = precompile(cells, opts.jobs)
     print(f"compiled {sum(len(c) for _, c in cells)} candidates in {time.time() - start:.0f} s, "

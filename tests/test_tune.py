@@ -45,3 +45,17 @@ def test_candidates_follow_the_contiguous_axis():
     assert max(c.block_n for c in tn) > max(c.block_n for c in nt)
     assert max(c.block_t for c in nt) > max(c.block_t for c in tn)
     assert any(c.num_warps == 1 and c.lookback for c in tn)  # the winners of the sweeps are in the list
+
+
+@pytest.mark.parametrize("config", [K.LaunchConfig(16, 64, 1, True), K.LaunchConfig(32, 16, 2, False, 3),
+                                    K.LaunchConfig(128, 8, 4)], ids=str)
+def test_config_labels_read_back_to_the_same_block_shape(config):
+    label = K.B.config_label(config)
+    assert K.B.parse_config_label(label) == config
+    assert K.parse_args(["--configs", f"{label},8x32w1"]).configs.split(",")[0] == label
+
+
+@pytest.mark.parametrize("label", ["16x64", "16x64w1+3stage", "axbw1", "16x64w1+lookback+"])
+def test_a_malformed_config_label_is_an_error_that_quotes_it(label):
+    with pytest.raises(ValueError, match="config label"):
+        K.B.parse_config_label(label)
