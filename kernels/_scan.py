@@ -173,7 +173,7 @@ def tile_schedule(T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: 
     ever waits for tiles with smaller program ids. The GPU starts a grid's programs in increasing
     id order, so those were all started before it: no deadlock. CUB's single-pass scan makes the
     same assumption (tile index = block index). A ticket counter handed out by an atomic would not
-    need it, but cost every tile an L2 round trip before its first load: 6-12% of the time of
+    need it, but cost every tile an L2 round trip before its first load: 5-12% of the time of
     ``[T, N]`` look-back tiles on an H200 (docs/perf.md, "Look-back tiles without a ticket").
     """
     num_chunks = tl.cdiv(T, BLOCK_T)
