@@ -78,7 +78,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       for 16-bit floats) from 2048 environments up (without ``pipelined_walks``, from 4096
       environments: one environment per one-warp program, unpipelined), one environment x 512
       steps from 512; fewer environments walk long unpipelined chunks, and few environments with
-      long sequences use look-back tiles of one environment (2048 steps; 1024 for V-trace).
+      long sequences use look-back tiles of one environment (2048 steps and 4 warps; 1024 and 2 for
+      V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer, from 512 environments: small one-warp look-back tiles, 16 x 64 from 2048
       environments and 32 x 32 below; V-trace two-warp 16 x 32 tiles below 8192 environments and
@@ -104,7 +105,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
         if N >= 128 or T <= 2048:
             block_t = min(t_pow2, 4096)
             return LaunchConfig(block_t, 1, num_warps=min(8, block_t // 256))
-        return LaunchConfig(1024, 1, num_warps=4, lookback=True) if wide_scan else LaunchConfig(2048, 1, 8, True)
+        return LaunchConfig(1024, 1, num_warps=2, lookback=True) if wide_scan else LaunchConfig(2048, 1, 4, True)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:

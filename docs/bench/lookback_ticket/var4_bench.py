@@ -19,6 +19,10 @@ if LABEL.startswith("final"):
              for e in ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
                        "episodic_prefix_sum", "linear_scan")]
     CELLS += [(c, [None]) for c in (("gae", 16, 1048576, "nt"), ("retrace", 16, 1048576, "nt"), ("gae", 64, 65536, "nt"))]
+if LABEL.startswith("long"):
+    CELLS = [((e, n, t, "nt"), [None]) for n, t in ((16, 1048576), (32, 262144), (8, 524288))
+             for e in ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
+                       "episodic_prefix_sum", "linear_scan")]
 if LABEL.startswith("sweep"):
     CELLS = [((e, n, t, "tn"), [None, L(32, 64, 1), L(32, 32, 1), L(16, 16, 1), L(64, 16, 1), L(128, 16, 2)])
              for e in ("gae",) for n, t in ((2048, 2048), (1024, 4096), (512, 8192))]
