@@ -173,8 +173,8 @@ def tile_schedule(T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: 
     ever waits for tiles with smaller program ids. The GPU starts a grid's programs in increasing
     id order, so those were all started before it: no deadlock. CUB's single-pass scan makes the
     same assumption (tile index = block index). A ticket counter handed out by an atomic would not
-    need it, but cost every tile an L2 round trip before its first load: 5-12% of the time of
-    ``[T, N]`` look-back tiles on an H200 (docs/perf.md, "Look-back tiles without a ticket").
+    need it, but cost every tile an L2 round trip before its first load: 5-12% of a look-back
+    kernel's time on an H200, in either layout (docs/perf.md, "Look-back tiles without a ticket").
     """
     num_chunks = tl.cdiv(T, BLOCK_T)
     if LOOKBACK:
