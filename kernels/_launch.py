@@ -138,12 +138,17 @@ def kernel_traits(estimator: str) -> dict:
             "pipelined_walks": getattr(module, "PIPELINED_WALKS", True)}
 
 
+def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int) -> LaunchConfig:
+    """The block shape ``kernels.<estimator>`` launches with ``config=None``: :func:`choose_config`
+    with the :func:`kernel_traits` of its module (the benchmark reports the same)."""
+    return choose_config(T, N, time_contiguous, itemsize=itemsize, **kernel_traits(estimator))
+
+
 def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple,
            **constexprs) -> None:
     """Launch an estimator kernel: its tensor arguments, the look-back workspace, sizes, coefficients.
 
-    ``config=None`` takes :func:`choose_config`'s block shape for the problem, with the
-    :func:`kernel_traits` of the module that defines ``kernel`` (the benchmark reads the same);
+    ``config=None`` takes the :func:`estimator_config` of the module that defines ``kernel``;
     ``tensors[:3]`` is the first input's ``(tensor, stride_t, stride_n)``, which says whether time
     is contiguous.
 
@@ -157,8 +162,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     time_contiguous = tensors[1] == 1 and N > 1
     itemsize = batch.out_dtype.itemsize
     if config is None:
-        estimator = kernel.fn.__module__.rpartition(".")[2]
-        config = choose_config(T, N, time_contiguous, itemsize=itemsize, **kernel_traits(estimator))
+        config = estimator_config(kernel.fn.__module__.rpartition(".")[2], T, N, time_contiguous, itemsize)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1

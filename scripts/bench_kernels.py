@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
 
 import kernels  # noqa: E402
 from kernels import reference as R  # noqa: E402
-from kernels._launch import LaunchConfig, choose_config, kernel_traits  # noqa: E402
+from kernels._launch import LaunchConfig, estimator_config  # noqa: E402
 from kernels._triton import runs_triton, triton  # noqa: E402
 from kernels.backends import get_backend  # noqa: E402
 
@@ -298,8 +298,8 @@ def impl_fn(impl: str, est: str):
 
 
 def default_config(est, N, T, layout, dtype):
-    """The block shape ``kernels.<est>`` chooses for this cell (``choose_config``)."""
-    return choose_config(T, N, layout == "nt" and N > 1, itemsize=dtype.itemsize, **kernel_traits(est))
+    """The block shape ``kernels.<est>`` chooses for this cell (``estimator_config``)."""
+    return estimator_config(est, T, N, layout == "nt" and N > 1, dtype.itemsize)
 
 
 def launch_config(impl, est, N, T, layout, dtype, device) -> str:
