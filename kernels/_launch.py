@@ -60,7 +60,7 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
-                  pipelined_walks: bool = True) -> LaunchConfig:
+                  pipelined_walks: bool = True, light_steps: bool = False) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -69,20 +69,23 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     ``itemsize`` the byte size of the float inputs; ``pipelined_walks`` false for kernels whose long
     ``[N, T]`` walks over many environments ran faster unpipelined (lambda returns, discounted
     returns, ``linear_scan``: from 4096 environments, f32 and bf16; docs/perf.md, "Profiles and
-    unpipelined walks").
+    unpipelined walks"); ``light_steps`` for kernels that read one float and one flag and write one
+    float per step (eligibility traces, episodic sums), whose fixed per-tile costs weigh more per
+    byte, so they keep longer tiles to more environments (docs/perf.md, "Acquire loads, and tiles
+    for the light kernels").
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
-      for 16-bit floats) from 2048 environments up (without ``pipelined_walks``, from 4096
-      environments: one environment per one-warp program, unpipelined), one environment x 512
-      steps from 512; fewer environments walk long unpipelined chunks, and few environments with
+      for 16-bit floats) from 2048 environments up (4096 with ``light_steps``; without
+      ``pipelined_walks``, from 4096 environments: one environment per one-warp program,
+      unpipelined), one environment x 512 steps from 512; fewer environments walk long unpipelined chunks, and few environments with
       long sequences use look-back tiles of one environment (2048 steps and 4 warps; 1024 and 2 for
       V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer, from 512 environments: small one-warp look-back tiles, 16 x 64 from 2048
-      environments and 32 x 32 below; V-trace two-warp 16 x 32 tiles below 8192 environments and
+      environments and 32 x 32 below (at every size with ``light_steps``); V-trace two-warp 16 x 32 tiles below 8192 environments and
       a pipelined 32 x 16 walk from there. Fewer environments take long look-back tiles (16
       environments wide, so they look back a window of tiles at a time: ``_scan``).
     """
@@ -95,7 +98,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
             block_t = min(t_pow2, 64 if wide_scan else 128)
             block_n = max(1, min((128 if wide_scan else 512) // block_t, n_pow2 // 256))
             return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == 128 else 1)
-        if N >= 2048:
+        if N >= (4096 if light_steps else 2048):
             block_t = max(SHUFFLE_BLOCK_TS.get(itemsize, (128,)))  # the longest tile that shuffles
             if pipelined_walks or N < 4096:
                 return LaunchConfig(block_t, 2, num_warps=2, num_stages=3)
@@ -113,7 +116,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     if N >= 512:
         if wide_scan:
             return LaunchConfig(32, 16, num_warps=2, num_stages=3) if N >= 8192 else LaunchConfig(16, 32, 2, True)
-        return LaunchConfig(16, 64, num_warps=1, lookback=True) if N >= 2048 else LaunchConfig(32, 32, 1, True)
+        if N >= 2048 and not light_steps:
+            return LaunchConfig(16, 64, num_warps=1, lookback=True)
+        return LaunchConfig(32, 32, num_warps=1, lookback=True)
     block_n = min(16, n_pow2)
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
@@ -132,10 +137,12 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 @lru_cache(maxsize=None)
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
-    ``WIDE_SCAN`` (default false) and ``PIPELINED_WALKS`` (default true). Not to be mutated (cached)."""
+    ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true) and ``LIGHT_STEPS`` (default
+    false). Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
-            "pipelined_walks": getattr(module, "PIPELINED_WALKS", True)}
+            "pipelined_walks": getattr(module, "PIPELINED_WALKS", True),
+            "light_steps": getattr(module, "LIGHT_STEPS", False)}
 
 
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int) -> LaunchConfig:

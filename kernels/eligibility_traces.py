@@ -20,6 +20,9 @@ from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl
 
+# One float and one flag in, one float out per step: longer tiles to more environments (_launch.choose_config).
+LIGHT_STEPS = True
+
 
 @_scan.coefficient_kernel
 def _eligibility_traces_kernel(

@@ -22,6 +22,9 @@ from kernels._triton import runs_triton, tl, triton
 
 BOUNDARIES = ("ends_at", "starts_at")
 
+# One float and one flag in, one float out per step: longer tiles to more environments (_launch.choose_config).
+LIGHT_STEPS = True
+
 
 @triton.jit
 def _episodic_prefix_sum_kernel(

@@ -448,6 +448,31 @@ def test_lookback_with_many_small_tiles(op_case, block_n, warps):
             assert rel_err(o, r) < TOL[torch.float32]
 
 
+@pytest.mark.skipif(DEVICE != "cuda", reason="chains of thousands of tiles in flight need a GPU")
+@pytest.mark.parametrize("walk", ["windowed", "one_by_one"])
+@pytest.mark.parametrize("layout", ["tn", "nt"])
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_long_lookback_chains_match_the_one_lane_walk(op_case, layout, walk):
+    """Long chains of look-back tiles racing for one column's flags: 16 environments x 2^20 steps
+    on the default block shapes (2048 tiles or more per chain, windowed walks), and 64 x 2^18 in
+    16 x 32 one-warp tiles (16384 per chain, walked one by one). Each of three calls matches the
+    one-lane walk without look-back (``sequential``, also float32). A variant that polled the
+    window's flags with per-thread acquire loads failed here on an H200 (relative error 1e-3)."""
+    from kernels import LaunchConfig
+    from kernels.backends import get_backend
+
+    op, kw = op_case
+    T, N, config = (2**20, 16, None) if walk == "windowed" else (2**18, 64, LaunchConfig(16, 32, 1, lookback=True))
+    tm = make_inputs(op, T, N, seed=seed_of("long_chains", op_case, layout, walk), **kw)
+    time_dim = 0 if layout == "tn" else 1
+    case = tm if layout == "tn" else to_time_dim1(tm, contiguous=True)
+    expected = call(get_backend("sequential"), case, time_dim=time_dim)
+    for _ in range(3):
+        out = call(kernels, case, time_dim=time_dim, config=config)
+        for o, e in zip(out, expected):
+            assert rel_err(o, e) < TOL[torch.float32]
+
+
 @pytest.mark.parametrize("config", [(16, 8, 1, 3), (128, 2, 2, 3), (32, 16, 4, 5)], ids=str)
 @pytest.mark.parametrize("layout", ["tn", "nt_view", "nt"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
