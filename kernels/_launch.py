@@ -85,7 +85,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer, from 512 environments: small one-warp look-back tiles, 16 x 64 from 2048
-      environments and 32 x 32 below (at every size with ``light_steps``); V-trace two-warp 16 x 32 tiles below 8192 environments and
+      environments and 32 x 32 below (at every size with ``light_steps``, 32 x 64 for their 16-bit
+      floats); V-trace two-warp 16 x 32 tiles below 8192 environments and
       a pipelined 32 x 16 walk from there. Fewer environments take long look-back tiles (16
       environments wide, so they look back a window of tiles at a time: ``_scan``).
     """
@@ -116,7 +117,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     if N >= 512:
         if wide_scan:
             return LaunchConfig(32, 16, num_warps=2, num_stages=3) if N >= 8192 else LaunchConfig(16, 32, 2, True)
-        if N >= 2048 and not light_steps:
+        if light_steps:
+            return LaunchConfig(32, 64 if itemsize == 2 else 32, num_warps=1, lookback=True)
+        if N >= 2048:
             return LaunchConfig(16, 64, num_warps=1, lookback=True)
         return LaunchConfig(32, 32, num_warps=1, lookback=True)
     block_n = min(16, n_pow2)

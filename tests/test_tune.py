@@ -74,13 +74,16 @@ def compiled_block_shapes(monkeypatch):
 
 @pytest.mark.parametrize("estimator", ["eligibility_traces", "episodic_prefix_sum"])
 def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_shapes, estimator):
-    """Kernels with ``LIGHT_STEPS`` take 32 x 32 ``[T, N]`` tiles and 512-step ``[N, T]`` walks where
-    the others take 16 x 64 tiles and 128-step walks of two environments (H200 sweeps)."""
+    """Kernels with ``LIGHT_STEPS`` take 32 x 32 ``[T, N]`` tiles (32 x 64 for 16-bit floats) and
+    512-step ``[N, T]`` walks where the others take 16 x 64 tiles and 128-step walks of two
+    environments (H200 sweeps)."""
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
     assert config("gae", 4096, 8192, False, 4) == LaunchConfig(16, 64, num_warps=1, lookback=True)
     assert config(estimator, 4096, 8192, False, 4) == LaunchConfig(32, 32, num_warps=1, lookback=True)
+    assert config(estimator, 4096, 8192, False, 2) == LaunchConfig(32, 64, num_warps=1, lookback=True)  # bf16
+    assert config("gae", 4096, 8192, False, 2) == LaunchConfig(16, 64, num_warps=1, lookback=True)
     assert config("gae", 2048, 2048, True, 4) == LaunchConfig(128, 2, num_warps=2, num_stages=3)
     assert config(estimator, 2048, 2048, True, 4) == LaunchConfig(512, 1, num_warps=4, num_stages=3)
     assert config(estimator, 1024, 4096, True, 4) == config("gae", 1024, 4096, True, 4)  # same below 2048
