@@ -80,14 +80,14 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
       for 16-bit floats) from 2048 environments up (4096 with ``light_steps``; without
       ``pipelined_walks``, from 4096 environments: one environment per one-warp program,
-      unpipelined), one environment x 512 steps from 512; fewer environments walk long unpipelined chunks, and few environments with
-      long sequences use look-back tiles of one environment (2048 steps and 4 warps; 1024 and 2 for
-      V-trace).
+      unpipelined), one environment x 512 steps from 512; fewer environments walk long
+      unpipelined chunks, and few environments with long sequences use look-back tiles of one
+      environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer, from 512 environments: small one-warp look-back tiles, 16 x 64 from 2048
-      environments and 32 x 32 below (at every size with ``light_steps``, 32 x 64 for their 16-bit
-      floats); V-trace two-warp 16 x 32 tiles below 8192 environments and
-      a pipelined 32 x 16 walk from there. Fewer environments take long look-back tiles (16
+      environments and 32 x 32 below (32 x 32 throughout with ``light_steps``, 32 x 64 for their
+      16-bit floats); V-trace two-warp 16 x 32 tiles below 8192 environments and a pipelined
+      32 x 16 walk from there. Fewer environments take long look-back tiles (16
       environments wide, so they look back a window of tiles at a time: ``_scan``).
     """
     t_pow2 = triton.next_power_of_2(max(T, 1))

@@ -215,7 +215,7 @@ def _raise_flag(flag, state):
 
 # A one-by-one walk polls its predecessor's flag with an acquire load (``ld.acquire.gpu``) by
 # every thread rather than an atomic read-modify-write by one thread whose result is then broadcast
-# through shared memory: wide look-back tiles 1-3% faster on an H200 (docs/perf.md, "Acquire
+# through shared memory: wide look-back tiles 1-4% faster on an H200 (docs/perf.md, "Acquire
 # loads"). Triton's interpreter and AMD GPUs have no PTX: they poll with the atomic.
 POLL_BY_ACQUIRE_LOAD = tl.constexpr(not INTERPRET and torch.version.hip is None)
 
