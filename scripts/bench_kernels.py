@@ -314,12 +314,11 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     return config_label(c)
 
 
-def config_label(c) -> str:
+def config_label(c: LaunchConfig) -> str:
     """A block shape as ``<block_t>x<block_n>w<warps>[+lookback][+<stages>stages]`` (``parse_config_label``
     reads it back)."""
-    stages = getattr(c, "num_stages", 1)
-    return (f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if getattr(c, "lookback", False) else "")
-            + (f"+{stages}stages" if stages > 1 else ""))
+    return (f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if c.lookback else "")
+            + (f"+{c.num_stages}stages" if c.num_stages > 1 else ""))
 
 
 def parse_config_label(label: str) -> LaunchConfig:
