@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Optional
 
@@ -35,6 +35,11 @@ class LaunchConfig:
     the loads of the next ``num_stages - 1`` chunks are in flight while a chunk is scanned, so a
     few programs per multiprocessor can keep the memory busy. A look-back tile is one chunk and
     ignores it.
+
+    ``latest_first``: a reverse-time kernel holds each tile's steps latest first, so the tile is
+    scanned forward (``_scan``: Triton's reverse scan mirrors every lane of the warp by shuffles).
+    Ignored where a tile's steps exchange values by warp shuffles (:func:`shuffles_time`), which
+    need them in time order.
     """
 
     block_t: int
@@ -42,6 +47,7 @@ class LaunchConfig:
     num_warps: int = 4
     lookback: bool = False
     num_stages: int = 1
+    latest_first: bool = False
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -60,7 +66,8 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
-                  pipelined_walks: bool = True, light_steps: bool = False) -> LaunchConfig:
+                  pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
+                  one_warp_f32_tiles_ascending: bool = False) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -72,7 +79,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     unpipelined walks"); ``light_steps`` for kernels that read one float and one flag and write one
     float per step (eligibility traces, episodic sums), whose fixed per-tile costs weigh more per
     byte, so they keep longer tiles to more environments (docs/perf.md, "Acquire loads, and tiles
-    for the light kernels").
+    for the light kernels"); ``latest_first`` for kernels with reverse walks, whose ``[T, N]`` tiles
+    then hold their steps latest first (``LaunchConfig.latest_first``), except float32 one-warp
+    look-back tiles with ``one_warp_f32_tiles_ascending`` (docs/perf.md, "Tiles latest first").
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
@@ -89,7 +98,19 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       16-bit floats); V-trace two-warp 16 x 32 tiles below 8192 environments and a pipelined
       32 x 16 walk from there. Fewer environments take long look-back tiles (16
       environments wide, so they look back a window of tiles at a time: ``_scan``).
+    * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``), but for the
+      float32 one-warp look-back tiles of GAE, lambda returns and discounted returns.
     """
+    config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps)
+    one_warp_f32_tile = itemsize == 4 and config.num_warps == 1 and config.lookback
+    if latest_first and not time_contiguous and not (one_warp_f32_tiles_ascending and one_warp_f32_tile):
+        return replace(config, latest_first=True)
+    return config
+
+
+def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
+                 light_steps: bool) -> LaunchConfig:
+    """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
     if INTERPRET:  # the interpreter's cost is per program and per chunk: use big tiles
@@ -140,12 +161,15 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 @lru_cache(maxsize=None)
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
-    ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true) and ``LIGHT_STEPS`` (default
-    false). Not to be mutated (cached)."""
+    ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
+    ``LATEST_FIRST`` and ``ONE_WARP_F32_TILES_ASCENDING`` (default false). Not to be mutated
+    (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
             "pipelined_walks": getattr(module, "PIPELINED_WALKS", True),
-            "light_steps": getattr(module, "LIGHT_STEPS", False)}
+            "light_steps": getattr(module, "LIGHT_STEPS", False),
+            "latest_first": getattr(module, "LATEST_FIRST", False),
+            "one_warp_f32_tiles_ascending": getattr(module, "ONE_WARP_F32_TILES_ASCENDING", False)}
 
 
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int) -> LaunchConfig:
@@ -163,7 +187,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     is contiguous.
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
-    constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``.
+    constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``,
+    ``LATEST_FIRST``.
     With look-back, ``flags`` holds one zeroed flag per tile, and ``ws`` three
     ``[num_chunks, N]`` planes.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
@@ -189,6 +214,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                       LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages,
                       SHUFFLE_TIME=shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize))
+    constexprs["LATEST_FIRST"] = config.latest_first and not constexprs["SHUFFLE_TIME"]
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():

@@ -20,6 +20,11 @@ Masked rows (past the end of time) are the identity map ``(0, 1)``, so they neve
 ``SHUFFLE_TIME`` (a constexpr chosen on the host, ``_launch.shuffles_time``): when a tile's time
 axis lies in one warp, values move between its rows by warp shuffles (``tl.gather``) instead of a
 reduction (``edge_row``) or a second load of the same data one row later (``successor_rows``).
+
+``LATEST_FIRST`` (``LaunchConfig.latest_first``): a reverse walk's tile holds its steps latest
+first, so the tile is scanned forward, first row to last. Triton lowers a reverse scan with lane
+mirroring shuffles before and after it, for every value of the tile, whether or not the scan's
+axis lies across lanes (PTX for sm_90: 128 of GAE's 400 shuffles per 32 x 32 ``[T, N]`` tile).
 """
 
 from __future__ import annotations
@@ -79,9 +84,14 @@ def chunk_start(chunk, num_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr)
 
 
 @triton.jit
-def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr):
-    """Time indices of the ``chunk``-th chunk in walking order."""
-    return chunk_start(chunk, num_chunks, BLOCK_T, REVERSE) + tl.arange(0, BLOCK_T)
+def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr):
+    """Time indices of the rows of the ``chunk``-th chunk in walking order: ascending, or descending
+    for a reverse walk ``LATEST_FIRST``."""
+    start = chunk_start(chunk, num_chunks, BLOCK_T, REVERSE)
+    if REVERSE and LATEST_FIRST:
+        return start + (BLOCK_T - 1 - tl.arange(0, BLOCK_T))
+    return start + tl.arange(0, BLOCK_T)
+
 
 
 @triton.jit
@@ -134,9 +144,10 @@ def load_env(ptr, n, stride, mask, DTYPE: tl.constexpr):
 
 
 @triton.jit
-def edge_row(y, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
-    """The row of a scanned tile that carries into the next chunk: the first for reverse, else the last."""
-    edge = 0 if REVERSE else BLOCK_T - 1
+def edge_row(y, BLOCK_T: tl.constexpr, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
+    """The row of a scanned tile that carries into the next chunk: the last in scan order, i.e. the
+    first row when the tile was scanned ``BACKWARD``, else the last."""
+    edge = 0 if BACKWARD else BLOCK_T - 1
     if SHUFFLE_TIME:
         return tl.reshape(tl.gather(y, tl.zeros([1, y.shape[1]], tl.int32) + edge, 0), [y.shape[1]])
     rows = tl.arange(0, BLOCK_T)
@@ -334,10 +345,11 @@ def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, a
 
 @triton.jit
 def carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-             REVERSE: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
+             BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
     """The values carried into and out of this tile; the first found by decoupled look-back.
 
-    ``(A, B)`` is the tile's scanned maps and ``carry`` the recurrence's initial value. The tile
+    ``(A, B)`` is the tile's scanned maps (``BACKWARD``: last row to first) and ``carry`` the
+    recurrence's initial value. The tile
     first publishes its aggregate map (flag 1), then walks back over its predecessors in walking
     order, composing their aggregates until it meets one whose carried-out value is known (flag 2),
     and finally publishes its own carried-out value (flag 2). The first tile only does the last
@@ -349,8 +361,8 @@ def carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, 
     n_blocks = tl.cdiv(N, BLOCK_N)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < N
-    agg_a = edge_row(A, BLOCK_T, REVERSE, SHUFFLE_TIME)
-    agg_b = edge_row(B, BLOCK_T, REVERSE, SHUFFLE_TIME)
+    agg_a = edge_row(A, BLOCK_T, BACKWARD, SHUFFLE_TIME)
+    agg_b = edge_row(B, BLOCK_T, BACKWARD, SHUFFLE_TIME)
     my_flag = _flag(flags, chunk, n_blocks, block)
     if chunk > 0:
         _store_plane(ws, 0, agg_a, chunk, num_chunks, n, n_ok, N)
@@ -373,19 +385,20 @@ def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
 
 @triton.jit
 def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                 REVERSE: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
-    """``y = A + B * carry_in`` for a scanned chunk ``(A, B)``: returns ``(y, carry_in, carry_out)``.
+                 BACKWARD: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
+    """``y = A + B * carry_in`` for a scanned chunk ``(A, B)`` (``BACKWARD``: scanned last row to
+    first): returns ``(y, carry_in, carry_out)``.
 
     ``carry`` is the value carried in from the previous chunk; with look-back it is the recurrence's
     initial value and the true carry-in is found from the earlier tiles (``carry_in``).
     """
     if LOOKBACK:
-        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
+        carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD,
                                     SHUFFLE_TIME)
         y = A + B * carry[None, :]
     else:
         y = A + B * carry[None, :]
-        carry_out = edge_row(y, BLOCK_T, REVERSE, SHUFFLE_TIME)
+        carry_out = edge_row(y, BLOCK_T, BACKWARD, SHUFFLE_TIME)
     return y, carry, carry_out
 
 
@@ -460,27 +473,33 @@ def scan_chunk(
     REVERSE: tl.constexpr,
     LOOKBACK: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
     THREAD_STEPS_FIRST: tl.constexpr = False,
 ):
-    """Solve one chunk: returns its ``y`` and the value it carries into the next chunk (``carry``:
-    see ``_apply_carry``). ``THREAD_STEPS_FIRST``: scan ``[128, 1]`` float32 tiles whose time lies
-    in one warp by ``scan_thread_steps_first`` (faster for ``linear_scan``, slower for lambda and
-    discounted returns: H200, docs/perf.md)."""
+    """Solve one chunk, whose rows are ``chunk_rows(..., REVERSE, LATEST_FIRST)``: returns its ``y``
+    and the value it carries into the next chunk (``carry``: see ``_apply_carry``).
+    ``THREAD_STEPS_FIRST``: scan ``[128, 1]`` float32 tiles whose time lies in one warp by
+    ``scan_thread_steps_first`` (faster for ``linear_scan``, slower for lambda and discounted
+    returns: H200, docs/perf.md)."""
+    backward: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
     if THREAD_STEPS_FIRST and SHUFFLE_TIME and BLOCK_T == 128 and BLOCK_N == 1:
-        A, B = scan_thread_steps_first(alpha, beta, REVERSE)
+        A, B = scan_thread_steps_first(alpha, beta, backward)
     else:
-        A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)
-    y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
+        A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=backward)
+    y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
                                        LOOKBACK, SHUFFLE_TIME)
     return y, carry_out
 
 
 @triton.jit
 def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr,
-                         BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
+                         BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr,
+                         LATEST_FIRST: tl.constexpr):
     """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
+    backward: tl.constexpr = not LATEST_FIRST
     before_a, before_b = identity_map(alpha)  # nothing before a lone element yet
-    A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous, reverse=True)
-    y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
+    A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous,
+                                     reverse=backward)
+    y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
                                        LOOKBACK, SHUFFLE_TIME)
     return y, E + F * carry[None, :], carry_out

@@ -24,6 +24,11 @@ from kernels._triton import runs_triton, tl
 
 # Long [N, T] walks over many environments run faster unpipelined (_launch.choose_config).
 PIPELINED_WALKS = False
+# Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
+LATEST_FIRST = True
+# Not in float32 one-warp look-back tiles, whose flag loads in runs of four measured slower
+# with descending rows (_launch.choose_config).
+ONE_WARP_F32_TILES_ASCENDING = True
 
 
 @_scan.coefficient_kernel
@@ -58,6 +63,7 @@ def _lambda_returns_kernel(
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -66,7 +72,7 @@ def _lambda_returns_kernel(
     n_ok = n < N
     carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
@@ -78,7 +84,8 @@ def _lambda_returns_kernel(
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
         beta = tl.where(mask, trace, 1.0)
         g, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME,
+            LATEST_FIRST,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 

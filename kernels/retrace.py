@@ -25,6 +25,9 @@ from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl
 
+# Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
+LATEST_FIRST = True
+
 
 @_scan.coefficient_kernel
 def _retrace_kernel(
@@ -66,6 +69,7 @@ def _retrace_kernel(
     LOOKBACK: tl.constexpr,
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -75,7 +79,7 @@ def _retrace_kernel(
     n_ok = n < N
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST)
         mask = (t[:, None] < T) & n_ok[None, :]
         not_last = (t[:, None] + 1 < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -95,7 +99,8 @@ def _retrace_kernel(
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
         d, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME,
+            LATEST_FIRST,
         )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 

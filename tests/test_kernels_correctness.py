@@ -495,6 +495,34 @@ def test_pipelined_walks(op_case, layout, config):
         assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
 
 
+@pytest.mark.parametrize("walk", ["one_by_one_lookback", "windowed_lookback", "pipelined", "unpipelined", "shuffled"])
+@pytest.mark.parametrize("layout", ["tn", "nt"])
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_latest_first_tiles(op_case, layout, walk):
+    """Tiles that hold a reverse walk's steps latest first and scan them forward
+    (``LaunchConfig.latest_first``) give the reference's answer: look-back tiles walked back one by
+    one and by windows, pipelined and unpipelined walks, in both layouts (time-contiguous tiles
+    too, where the order is slow but allowed), with partial tiles. Forward walks ignore the flag;
+    so do tiles whose steps exchange values by warp shuffles (``shuffled``: ``[N, T]`` 128-step
+    tiles), which need their steps in time order."""
+    from kernels import LaunchConfig
+
+    config = {"one_by_one_lookback": LaunchConfig(16, 32, 1, lookback=True, latest_first=True),
+              "windowed_lookback": LaunchConfig(16, 8, 2, lookback=True, latest_first=True),
+              "pipelined": LaunchConfig(16, 8, 2, num_stages=3, latest_first=True),
+              "unpipelined": LaunchConfig(32, 4, 1, latest_first=True),
+              "shuffled": LaunchConfig(128, 2, 2, num_stages=2, latest_first=True)}[walk]
+    op, kw = op_case
+    T, N = (1000, 67) if DEVICE == "cuda" else (config.block_t * 2 + 5, config.block_n + 3)
+    tm = make_inputs(op, T, N, seed=seed_of("latest_first", op_case, layout, walk), **kw)
+    time_dim = 0 if layout == "tn" else 1
+    case = tm if layout == "tn" else to_time_dim1(tm, contiguous=True)
+    ref = call(R, upcast(tm))
+    out = call(kernels, case, time_dim=time_dim, config=config)
+    for o, r in zip(out, ref):
+        assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
+
+
 @pytest.mark.parametrize("walk", ["unpipelined", "pipelined", "lookback"])
 @pytest.mark.parametrize("T", [128, 384, 300], ids=lambda T: f"T{T}")
 @pytest.mark.parametrize("dtype,block_t", [(torch.float32, 128), (torch.bfloat16, 128), (torch.bfloat16, 256)],

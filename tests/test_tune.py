@@ -83,7 +83,29 @@ def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_sha
     assert config("gae", 4096, 8192, False, 4) == LaunchConfig(16, 64, num_warps=1, lookback=True)
     assert config(estimator, 4096, 8192, False, 4) == LaunchConfig(32, 32, num_warps=1, lookback=True)
     assert config(estimator, 4096, 8192, False, 2) == LaunchConfig(32, 64, num_warps=1, lookback=True)  # bf16
-    assert config("gae", 4096, 8192, False, 2) == LaunchConfig(16, 64, num_warps=1, lookback=True)
+    assert config("gae", 4096, 8192, False, 2) == LaunchConfig(16, 64, num_warps=1, lookback=True, latest_first=True)
     assert config("gae", 2048, 2048, True, 4) == LaunchConfig(128, 2, num_warps=2, num_stages=3)
     assert config(estimator, 2048, 2048, True, 4) == LaunchConfig(512, 1, num_warps=4, num_stages=3)
     assert config(estimator, 1024, 4096, True, 4) == config("gae", 1024, 4096, True, 4)  # same below 2048
+
+
+@pytest.mark.parametrize("estimator", ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns",
+                                       "linear_scan", "eligibility_traces", "episodic_prefix_sum"])
+def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_block_shapes, estimator):
+    """Kernels with reverse walks (``LATEST_FIRST``) hold their ``[T, N]`` tiles' steps latest first,
+    float32 one-warp look-back tiles of kernels with ``ONE_WARP_F32_TILES_ASCENDING`` excepted (H200
+    sweeps); ``[N, T]`` tiles, and forward-only kernels, keep their steps in time order."""
+    import kernels._launch as L
+
+    config = compiled_block_shapes.estimator_config
+    reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
+    ascending_f32 = estimator in ("gae", "lambda_returns", "discounted_returns")
+    for T, N in [(4096, 8192), (8192, 512), (128, 4096), (16, 32768), (1 << 20, 16)]:
+        for itemsize in (4, 2):
+            c = config(estimator, T, N, False, itemsize)
+            one_warp_f32_tile = itemsize == 4 and c.num_warps == 1 and c.lookback
+            assert c.latest_first == (reverse and not (ascending_f32 and one_warp_f32_tile)), (T, N, itemsize, c)
+            assert not config(estimator, T, N, True, itemsize).latest_first
+    assert L.kernel_traits(estimator)["latest_first"] == reverse
+    if ascending_f32:  # the exception applies to these kernels' default wide tiles
+        assert not config(estimator, 4096, 8192, False, 4).latest_first
