@@ -93,7 +93,6 @@ def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexp
     return start + tl.arange(0, BLOCK_T)
 
 
-
 @triton.jit
 def tile_pointers(ptr, t, n, stride_t, stride_n):
     """``ptr[t, n]`` for a ``[BLOCK_T, BLOCK_N]`` tile: a pointer per row plus an offset per column,
@@ -349,13 +348,12 @@ def carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, 
     """The values carried into and out of this tile; the first found by decoupled look-back.
 
     ``(A, B)`` is the tile's scanned maps (``BACKWARD``: last row to first) and ``carry`` the
-    recurrence's initial value. The tile
-    first publishes its aggregate map (flag 1), then walks back over its predecessors in walking
-    order, composing their aggregates until it meets one whose carried-out value is known (flag 2),
-    and finally publishes its own carried-out value (flag 2). The first tile only does the last
-    step. Tiles up to ``WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time.
-    ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha, aggregate beta, carried-out value;
-    ``flags`` one flag per tile.
+    recurrence's initial value. The tile first publishes its aggregate map (flag 1), then walks back
+    over its predecessors in walking order, composing their aggregates until it meets one whose
+    carried-out value is known (flag 2), and finally publishes its own carried-out value (flag 2).
+    The first tile only does the last step. Tiles up to ``WINDOWED_LOOKBACK_MAX_N`` environments
+    wide walk a window at a time. ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha,
+    aggregate beta, carried-out value; ``flags`` one flag per tile.
     """
     num_chunks = tl.cdiv(T, BLOCK_T)
     n_blocks = tl.cdiv(N, BLOCK_N)
@@ -495,7 +493,8 @@ def scan_chunk(
 def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr,
                          BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr,
                          LATEST_FIRST: tl.constexpr):
-    """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
+    """Reverse ``scan_chunk`` (rows ``chunk_rows(..., True, LATEST_FIRST)``) that also returns
+    ``y_{t+1}`` for every row (the carry at the chunk end)."""
     backward: tl.constexpr = not LATEST_FIRST
     before_a, before_b = identity_map(alpha)  # nothing before a lone element yet
     A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous,

@@ -48,7 +48,8 @@ def test_candidates_follow_the_contiguous_axis():
 
 
 @pytest.mark.parametrize("config", [K.LaunchConfig(16, 64, 1, True), K.LaunchConfig(32, 16, 2, False, 3),
-                                    K.LaunchConfig(128, 8, 4)], ids=str)
+                                    K.LaunchConfig(128, 8, 4), K.LaunchConfig(16, 32, 2, True, latest_first=True),
+                                    K.LaunchConfig(32, 16, 2, False, 3, latest_first=True)], ids=str)
 def test_config_labels_read_back_to_the_same_block_shape(config):
     label = K.B.config_label(config)
     assert K.B.parse_config_label(label) == config
@@ -95,8 +96,6 @@ def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_blo
     """Kernels with reverse walks (``LATEST_FIRST``) hold their ``[T, N]`` tiles' steps latest first,
     float32 one-warp look-back tiles of kernels with ``ONE_WARP_F32_TILES_ASCENDING`` excepted (H200
     sweeps); ``[N, T]`` tiles, and forward-only kernels, keep their steps in time order."""
-    import kernels._launch as L
-
     config = compiled_block_shapes.estimator_config
     reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
     ascending_f32 = estimator in ("gae", "lambda_returns", "discounted_returns")
@@ -106,6 +105,6 @@ def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_blo
             one_warp_f32_tile = itemsize == 4 and c.num_warps == 1 and c.lookback
             assert c.latest_first == (reverse and not (ascending_f32 and one_warp_f32_tile)), (T, N, itemsize, c)
             assert not config(estimator, T, N, True, itemsize).latest_first
-    assert L.kernel_traits(estimator)["latest_first"] == reverse
+    assert compiled_block_shapes.kernel_traits(estimator)["latest_first"] == reverse
     if ascending_f32:  # the exception applies to these kernels' default wide tiles
         assert not config(estimator, 4096, 8192, False, 4).latest_first
