@@ -211,10 +211,10 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     launcher = _LAUNCHERS.get(kernel)
     if launcher is None:
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
+    shuffle_time = shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
-                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages,
-                      SHUFFLE_TIME=shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize))
-    constexprs["LATEST_FIRST"] = config.latest_first and not constexprs["SHUFFLE_TIME"]
+                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages, SHUFFLE_TIME=shuffle_time,
+                      LATEST_FIRST=config.latest_first and not shuffle_time)
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():
