@@ -40,6 +40,10 @@ class LaunchConfig:
     scanned forward (``_scan``: Triton's reverse scan mirrors every lane of the warp by shuffles).
     Ignored where a tile's steps exchange values by warp shuffles (:func:`shuffles_time`), which
     need them in time order.
+
+    ``thread_runs``: a ``[T, N]`` tile gives each thread a run of consecutive steps
+    (:func:`time_threads`), scanned within the thread before one map per thread crosses threads
+    (``_scan.scan_thread_runs``). Ignored for ``[N, T]`` storage.
     """
 
     block_t: int
@@ -48,6 +52,7 @@ class LaunchConfig:
     lookback: bool = False
     num_stages: int = 1
     latest_first: bool = False
+    thread_runs: bool = False
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -67,7 +72,7 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
-                  one_warp_f32_tiles_ascending: bool = False) -> LaunchConfig:
+                  one_warp_f32_tiles_ascending: bool = False, successor_rows: bool = False) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -81,7 +86,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     byte, so they keep longer tiles to more environments (docs/perf.md, "Acquire loads, and tiles
     for the light kernels"); ``latest_first`` for kernels with reverse walks, whose ``[T, N]`` tiles
     then hold their steps latest first (``LaunchConfig.latest_first``), except float32 one-warp
-    look-back tiles with ``one_warp_f32_tiles_ascending`` (docs/perf.md, "Tiles latest first").
+    look-back tiles with ``one_warp_f32_tiles_ascending`` (docs/perf.md, "Tiles latest first");
+    ``successor_rows`` for kernels that also load each step's successor (a second tile one step
+    later: GAE, V-trace, Retrace), whose longer walk tiles spill registers.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
@@ -93,15 +100,20 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       unpipelined chunks, and few environments with long sequences use look-back tiles of one
       environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
-    * ``[T, N]``, longer, from 512 environments: small one-warp look-back tiles, 16 x 64 from 2048
-      environments and 32 x 32 below (32 x 32 throughout with ``light_steps``, 32 x 64 for their
-      16-bit floats); V-trace two-warp 16 x 32 tiles below 8192 environments and a pipelined
-      32 x 16 walk from there. Fewer environments take long look-back tiles (16
-      environments wide, so they look back a window of tiles at a time: ``_scan``).
+    * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats): programs walk time
+      without look-back, pipelined three chunks deep, in tiles whose threads hold runs of
+      consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
+      ``wide_scan`` and for float32 with ``successor_rows``, 64 x 32 on two for 16-bit floats with
+      ``light_steps`` (docs/perf.md, "Thread runs").
+    * ``[T, N]``, longer, from 512 environments (below 8192, or float64): small one-warp look-back
+      tiles, 16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with
+      ``light_steps``, 32 x 64 for their 16-bit floats); V-trace two-warp 16 x 32 tiles (float64
+      from 8192 environments: a pipelined 32 x 16 walk). Fewer environments take long look-back
+      tiles (16 environments wide, so they look back a window of tiles at a time: ``_scan``).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``), but for the
       float32 one-warp look-back tiles of GAE, lambda returns and discounted returns.
     """
-    config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps)
+    config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows)
     one_warp_f32_tile = itemsize == 4 and config.num_warps == 1 and config.lookback
     if latest_first and not time_contiguous and not (one_warp_f32_tiles_ascending and one_warp_f32_tile):
         return replace(config, latest_first=True)
@@ -109,7 +121,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
-                 light_steps: bool) -> LaunchConfig:
+                 light_steps: bool, successor_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -135,6 +147,12 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
+    if N >= 8192 and itemsize <= 4:
+        if wide_scan or (successor_rows and itemsize == 4):
+            return LaunchConfig(32, 32, num_warps=2, num_stages=3, thread_runs=True)
+        if light_steps and itemsize == 2:
+            return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
+        return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
     if N >= 512:
         if wide_scan:
             return LaunchConfig(32, 16, num_warps=2, num_stages=3) if N >= 8192 else LaunchConfig(16, 32, 2, True)
@@ -147,6 +165,18 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
+
+
+def time_threads(config: LaunchConfig, itemsize: int) -> int:
+    """How many threads hold a ``[T, N]`` tile's rows: the lanes and warps along time of the blocked
+    layout Triton gives it (16-byte vectors of ``16 // itemsize`` environments per thread, lanes
+    along environments first, then along time; warps likewise). Each thread holds every
+    ``time_threads``-th row, so with rows in thread runs (``_scan.thread_run_position``) it holds
+    ``block_t // time_threads`` consecutive steps."""
+    per_thread = max(1, min(16 // itemsize, config.block_n, config.block_t * config.block_n // (32 * config.num_warps)))
+    lanes_n = min(32, config.block_n // per_thread)
+    warps_n = max(1, min(config.num_warps, config.block_n // (per_thread * lanes_n)))
+    return min(config.block_t, 32 // lanes_n * (config.num_warps // warps_n))
 
 
 def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: torch.dtype, itemsize: int) -> bool:
@@ -162,14 +192,15 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
-    ``LATEST_FIRST`` and ``ONE_WARP_F32_TILES_ASCENDING`` (default false). Not to be mutated
-    (cached)."""
+    ``LATEST_FIRST``, ``ONE_WARP_F32_TILES_ASCENDING`` and ``SUCCESSOR_ROWS`` (default false). Not to
+    be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
             "pipelined_walks": getattr(module, "PIPELINED_WALKS", True),
             "light_steps": getattr(module, "LIGHT_STEPS", False),
             "latest_first": getattr(module, "LATEST_FIRST", False),
-            "one_warp_f32_tiles_ascending": getattr(module, "ONE_WARP_F32_TILES_ASCENDING", False)}
+            "one_warp_f32_tiles_ascending": getattr(module, "ONE_WARP_F32_TILES_ASCENDING", False),
+            "successor_rows": getattr(module, "SUCCESSOR_ROWS", False)}
 
 
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int) -> LaunchConfig:
@@ -188,7 +219,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``,
-    ``LATEST_FIRST``.
+    ``LATEST_FIRST``, ``TIME_THREADS``.
     With look-back, ``flags`` holds one zeroed flag per tile, and ``ws`` three
     ``[num_chunks, N]`` planes.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
@@ -214,7 +245,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     shuffle_time = shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                       LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages, SHUFFLE_TIME=shuffle_time,
-                      LATEST_FIRST=config.latest_first and not shuffle_time)
+                      LATEST_FIRST=config.latest_first and not shuffle_time,
+                      TIME_THREADS=time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1)
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():

@@ -84,13 +84,29 @@ def chunk_start(chunk, num_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr)
 
 
 @triton.jit
-def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr):
-    """Time indices of the rows of the ``chunk``-th chunk in walking order: ascending, or descending
-    for a reverse walk ``LATEST_FIRST``."""
+def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr,
+               TIME_THREADS: tl.constexpr):
+    """Time indices of the rows of the ``chunk``-th chunk: ascending, or descending for a reverse
+    walk ``LATEST_FIRST``; with ``TIME_THREADS > 1``, in thread runs (``thread_run_position``)."""
     start = chunk_start(chunk, num_chunks, BLOCK_T, REVERSE)
+    position = thread_run_position(BLOCK_T, TIME_THREADS)
     if REVERSE and LATEST_FIRST:
-        return start + (BLOCK_T - 1 - tl.arange(0, BLOCK_T))
-    return start + tl.arange(0, BLOCK_T)
+        return start + (BLOCK_T - 1 - position)
+    return start + position
+
+
+@triton.jit
+def thread_run_position(BLOCK_T: tl.constexpr, TIME_THREADS: tl.constexpr):
+    """The position in the chunk of each tile row: the row itself, or with ``TIME_THREADS > 1``
+    row ``k * TIME_THREADS + j`` at position ``j * R + k`` (``R = BLOCK_T // TIME_THREADS``).
+
+    A tile's rows are spread over ``TIME_THREADS`` threads (lanes and warps along time) in turn:
+    row i belongs to thread ``i % TIME_THREADS``. So each thread holds R consecutive steps, and
+    ``scan_thread_runs`` scans them within the thread."""
+    row = tl.arange(0, BLOCK_T)
+    if TIME_THREADS > 1:
+        return (row % TIME_THREADS) * (BLOCK_T // TIME_THREADS) + row // TIME_THREADS
+    return row
 
 
 @triton.jit
@@ -456,6 +472,60 @@ def scan_thread_steps_first(alpha, beta, REVERSE: tl.constexpr):
 
 
 @triton.jit
+def _run_edges(A, B, BACKWARD: tl.constexpr):
+    """The whole map of each thread run of ``[R, TIME_THREADS, BLOCK_N]`` scanned runs: their last
+    step in scan order, ``[TIME_THREADS, BLOCK_N]`` (no data leaves the thread)."""
+    k = tl.arange(0, A.shape[0])[:, None, None]
+    edge = 0 if BACKWARD else A.shape[0] - 1
+    return tl.sum(tl.where(k == edge, A, 0.0), axis=0), tl.sum(tl.where(k == edge, B, 0.0), axis=0)
+
+
+@triton.jit
+def _runs_before(A, B, BACKWARD: tl.constexpr):
+    """For each thread run of scanned runs ``(A, B)``, the composition ``(E, F)`` of the runs before
+    it in scan order (the identity for the first), as ``[1, TIME_THREADS, BLOCK_N]``."""
+    whole_a, whole_b = _run_edges(A, B, BACKWARD)
+    none_a, none_b = identity_map(whole_a)
+    _, _, E, F = tl.associative_scan((whole_a, whole_b, none_a, none_b), 0, affine_then_with_previous,
+                                     reverse=BACKWARD)
+    return E[None, :, :], F[None, :, :]
+
+
+@triton.jit
+def _as_runs(x, TIME_THREADS: tl.constexpr):
+    """A ``[BLOCK_T, BLOCK_N]`` tile as ``[R, TIME_THREADS, BLOCK_N]``: axis 0 walks one thread's
+    run (``thread_run_position``); no data moves."""
+    return tl.reshape(x, [x.shape[0] // TIME_THREADS, TIME_THREADS, x.shape[1]])
+
+
+@triton.jit
+def scan_thread_runs(alpha, beta, BACKWARD: tl.constexpr, TIME_THREADS: tl.constexpr):
+    """``tl.associative_scan((alpha, beta), 0, affine_then)`` of a tile whose rows are in thread
+    runs (``thread_run_position``), in two levels.
+
+    Each thread scans its own run of R steps ``(A_k, B_k)``; the threads then scan their runs'
+    whole maps, and the map ``(E, F)`` of the runs before a run precedes each of its steps:
+    ``(A_k + B_k E, B_k F)``. Only the second level crosses threads: one map per thread instead of
+    R (GAE's 16 x 64 one-warp tile: 24 shuffles instead of 344, sm_90 PTX)."""
+    a, b = _as_runs(alpha, TIME_THREADS), _as_runs(beta, TIME_THREADS)
+    A, B = tl.associative_scan((a, b), 0, affine_then, reverse=BACKWARD)
+    E, F = _runs_before(A, B, BACKWARD)
+    return tl.reshape(A + B * E, alpha.shape), tl.reshape(B * F, alpha.shape)
+
+
+@triton.jit
+def scan_thread_runs_with_previous(alpha, beta, BACKWARD: tl.constexpr, TIME_THREADS: tl.constexpr):
+    """``scan_thread_runs`` that also returns each step's exclusive map (``affine_then_with_previous``):
+    the run's own exclusive map ``(e_k, f_k)`` preceded by the runs before it: ``(e_k + f_k E, f_k F)``."""
+    a, b = _as_runs(alpha, TIME_THREADS), _as_runs(beta, TIME_THREADS)
+    none_a, none_b = identity_map(a)
+    A, B, e, f = tl.associative_scan((a, b, none_a, none_b), 0, affine_then_with_previous, reverse=BACKWARD)
+    E, F = _runs_before(A, B, BACKWARD)
+    return (tl.reshape(A + B * E, alpha.shape), tl.reshape(B * F, alpha.shape), tl.reshape(e + f * E, alpha.shape),
+            tl.reshape(f * F, alpha.shape))
+
+
+@triton.jit
 def scan_chunk(
     alpha,
     beta,
@@ -472,6 +542,7 @@ def scan_chunk(
     LOOKBACK: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
     THREAD_STEPS_FIRST: tl.constexpr = False,
 ):
     """Solve one chunk, whose rows are ``chunk_rows(..., REVERSE, LATEST_FIRST)``: returns its ``y``
@@ -482,6 +553,8 @@ def scan_chunk(
     backward: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
     if THREAD_STEPS_FIRST and SHUFFLE_TIME and BLOCK_T == 128 and BLOCK_N == 1:
         A, B = scan_thread_steps_first(alpha, beta, backward)
+    elif TIME_THREADS > 1:
+        A, B = scan_thread_runs(alpha, beta, backward, TIME_THREADS)
     else:
         A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=backward)
     y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
@@ -492,13 +565,16 @@ def scan_chunk(
 @triton.jit
 def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr,
                          BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr,
-                         LATEST_FIRST: tl.constexpr):
+                         LATEST_FIRST: tl.constexpr, TIME_THREADS: tl.constexpr):
     """Reverse ``scan_chunk`` (rows ``chunk_rows(..., True, LATEST_FIRST)``) that also returns
     ``y_{t+1}`` for every row (the carry at the chunk end)."""
     backward: tl.constexpr = not LATEST_FIRST
-    before_a, before_b = identity_map(alpha)  # nothing before a lone element yet
-    A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous,
-                                     reverse=backward)
+    if TIME_THREADS > 1:
+        A, B, E, F = scan_thread_runs_with_previous(alpha, beta, backward, TIME_THREADS)
+    else:
+        before_a, before_b = identity_map(alpha)  # nothing before a lone element yet
+        A, B, E, F = tl.associative_scan((alpha, beta, before_a, before_b), 0, affine_then_with_previous,
+                                         reverse=backward)
     y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
                                        LOOKBACK, SHUFFLE_TIME)
     return y, E + F * carry[None, :], carry_out

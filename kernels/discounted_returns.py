@@ -66,6 +66,7 @@ def _discounted_returns_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -78,7 +79,7 @@ def _discounted_returns_kernel(
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
@@ -95,7 +96,7 @@ def _discounted_returns_kernel(
         beta = tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
         g, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME,
-            LATEST_FIRST,
+            LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 

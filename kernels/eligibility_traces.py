@@ -53,6 +53,7 @@ def _eligibility_traces_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -63,13 +64,13 @@ def _eligibility_traces_kernel(
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask, tl.where(done_before, 0.0, decay), 1.0)
         z, carry = _scan.scan_chunk(
-            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST
+            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 

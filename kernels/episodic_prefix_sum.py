@@ -52,6 +52,7 @@ def _episodic_prefix_sum_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -61,7 +62,7 @@ def _episodic_prefix_sum_kernel(
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         if STARTS_AT:
@@ -70,7 +71,7 @@ def _episodic_prefix_sum_kernel(
             new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask & new_episode, 0.0, 1.0).to(ACC)
         c, carry = _scan.scan_chunk(
-            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST
+            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 

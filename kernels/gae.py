@@ -26,6 +26,9 @@ from kernels._triton import runs_triton, tl
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# Each step's successor is loaded too (a second tile one step later): smaller walk tiles
+# (_launch.choose_config).
+SUCCESSOR_ROWS = True
 # Not in float32 one-warp look-back tiles, whose flag loads in runs of four measured slower
 # with descending rows (_launch.choose_config).
 ONE_WARP_F32_TILES_ASCENDING = True
@@ -73,6 +76,7 @@ def _gae_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -83,7 +87,7 @@ def _gae_kernel(
         bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
@@ -103,7 +107,7 @@ def _gae_kernel(
         beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
         adv, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME,
-            LATEST_FIRST,
+            LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)

@@ -64,6 +64,7 @@ def _lambda_returns_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -72,7 +73,7 @@ def _lambda_returns_kernel(
     n_ok = n < N
     carry = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
@@ -85,7 +86,7 @@ def _lambda_returns_kernel(
         beta = tl.where(mask, trace, 1.0)
         g, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME,
-            LATEST_FIRST,
+            LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 

@@ -51,6 +51,7 @@ def _linear_scan_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -60,13 +61,13 @@ def _linear_scan_kernel(
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, REVERSE, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, REVERSE, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
         beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
         y, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK, SHUFFLE_TIME,
-            LATEST_FIRST,
+            LATEST_FIRST, TIME_THREADS,
             a_ptr.dtype.element_ty.primitive_bitwidth == 32,  # THREAD_STEPS_FIRST: 4 float32 steps per thread
         )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)

@@ -27,6 +27,9 @@ from kernels._triton import runs_triton, tl
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# Each step's successor is loaded too (a second tile one step later): smaller walk tiles
+# (_launch.choose_config).
+SUCCESSOR_ROWS = True
 
 
 @_scan.coefficient_kernel
@@ -70,6 +73,7 @@ def _retrace_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -79,7 +83,7 @@ def _retrace_kernel(
     n_ok = n < N
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         not_last = (t[:, None] + 1 < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -90,17 +94,22 @@ def _retrace_kernel(
             log_rhos, lr_ptr, chunk, num_chunks, t, n, s_lr_t, s_lr_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
         )
         rho_succ = tl.exp(log_rho_succ)
-        # runs of four (_scan.load_flags) measured slower for this kernel: [T, N] 277 -> 323 us
-        terminated = _scan.load_flags_full_width(term_ptr, t, n, s_term_t, s_term_n, mask)
-        done = terminated
-        if HAS_TRUNC:
-            done = done | _scan.load_flags_full_width(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        if TIME_THREADS > 1:  # thread runs: flags in the float tiles' layout, or it changes by shuffles
+            terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+            done = terminated
+            if HAS_TRUNC:
+                done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        else:  # runs of four (_scan.load_flags) measured slower here: [T, N] 277 -> 323 us
+            terminated = _scan.load_flags_full_width(term_ptr, t, n, s_term_t, s_term_n, mask)
+            done = terminated
+            if HAS_TRUNC:
+                done = done | _scan.load_flags_full_width(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
         d, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, SHUFFLE_TIME,
-            LATEST_FIRST,
+            LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 

@@ -31,6 +31,9 @@ WIDE_SCAN = True  # the kernel scans four values per step (x and x_{t+1}): small
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# Each step's successor is loaded too (a second tile one step later): smaller walk tiles
+# (_launch.choose_config).
+SUCCESSOR_ROWS = True
 
 
 @_scan.coefficient_kernel
@@ -84,6 +87,7 @@ def _vtrace_kernel(
     NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -97,7 +101,7 @@ def _vtrace_kernel(
         bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         not_last = (t[:, None] + 1 < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -119,7 +123,8 @@ def _vtrace_kernel(
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
         x, x_next, carry = _scan.scan_chunk_with_next(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST,
+            TIME_THREADS,
         )
         q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
         pg_adv = tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)

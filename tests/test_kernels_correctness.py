@@ -12,6 +12,7 @@ dtypes and flag dtypes; per-op scalar/optional-argument variants live in
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 
 import pytest
 import torch
@@ -521,6 +522,33 @@ def test_latest_first_tiles(op_case, layout, walk):
     out = call(kernels, case, time_dim=time_dim, config=config)
     for o, r in zip(out, ref):
         assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
+
+
+@pytest.mark.parametrize("walk", ["one_by_one_lookback", "windowed_lookback", "pipelined", "unpipelined"])
+@pytest.mark.parametrize("order", ["ascending", "latest_first"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_thread_run_tiles(op_case, dtype, order, walk):
+    """``[T, N]`` tiles whose rows are in thread runs (``LaunchConfig.thread_runs``: each thread
+    scans its consecutive steps, then one map per thread crosses threads) give the reference's
+    answer: look-back tiles walked back one by one and by windows, pipelined and unpipelined walks,
+    rows in time order or latest first, several threads along time (one warp, and warps along
+    time too), with partial tiles in time and environments."""
+    from kernels import LaunchConfig, _launch
+
+    config = {"one_by_one_lookback": LaunchConfig(16, 32, 1, lookback=True),
+              "windowed_lookback": LaunchConfig(32, 8, 2, lookback=True),
+              "pipelined": LaunchConfig(16, 16, 2, num_stages=3),
+              "unpipelined": LaunchConfig(32, 32, 1)}[walk]
+    config = replace(config, thread_runs=True, latest_first=order == "latest_first")
+    assert _launch.time_threads(config, dtype.itemsize) > 1  # the rows really are in runs
+    op, kw = op_case
+    T, N = (1000, 67) if DEVICE == "cuda" else (config.block_t * 2 + 5, config.block_n + 3)
+    tm = make_inputs(op, T, N, seed=seed_of("thread_runs", op_case, dtype, order, walk), dtype=dtype, **kw)
+    ref = call(R, upcast(tm))
+    out = call(kernels, tm, config=config)
+    for o, r in zip(out, ref):
+        assert rel_err(o, r) < TOL[dtype]
 
 
 @pytest.mark.parametrize("walk", ["unpipelined", "pipelined", "lookback"])

@@ -49,7 +49,9 @@ def test_candidates_follow_the_contiguous_axis():
 
 @pytest.mark.parametrize("config", [K.LaunchConfig(16, 64, 1, True), K.LaunchConfig(32, 16, 2, False, 3),
                                     K.LaunchConfig(128, 8, 4), K.LaunchConfig(16, 32, 2, True, latest_first=True),
-                                    K.LaunchConfig(32, 16, 2, False, 3, latest_first=True)], ids=str)
+                                    K.LaunchConfig(32, 16, 2, False, 3, latest_first=True),
+                                    K.LaunchConfig(64, 64, 4, False, 3, latest_first=True, thread_runs=True),
+                                    K.LaunchConfig(16, 64, 1, True, thread_runs=True)], ids=str)
 def test_config_labels_read_back_to_the_same_block_shape(config):
     label = K.B.config_label(config)
     assert K.B.parse_config_label(label) == config
@@ -81,10 +83,10 @@ def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_sha
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
-    assert config("gae", 4096, 8192, False, 4) == LaunchConfig(16, 64, num_warps=1, lookback=True)
-    assert config(estimator, 4096, 8192, False, 4) == LaunchConfig(32, 32, num_warps=1, lookback=True)
-    assert config(estimator, 4096, 8192, False, 2) == LaunchConfig(32, 64, num_warps=1, lookback=True)  # bf16
-    assert config("gae", 4096, 8192, False, 2) == LaunchConfig(16, 64, num_warps=1, lookback=True, latest_first=True)
+    assert config("gae", 4096, 4096, False, 4) == LaunchConfig(16, 64, num_warps=1, lookback=True)
+    assert config(estimator, 4096, 4096, False, 4) == LaunchConfig(32, 32, num_warps=1, lookback=True)
+    assert config(estimator, 4096, 4096, False, 2) == LaunchConfig(32, 64, num_warps=1, lookback=True)  # bf16
+    assert config("gae", 4096, 4096, False, 2) == LaunchConfig(16, 64, num_warps=1, lookback=True, latest_first=True)
     assert config("gae", 2048, 2048, True, 4) == LaunchConfig(128, 2, num_warps=2, num_stages=3)
     assert config(estimator, 2048, 2048, True, 4) == LaunchConfig(512, 1, num_warps=4, num_stages=3)
     assert config(estimator, 1024, 4096, True, 4) == config("gae", 1024, 4096, True, 4)  # same below 2048
@@ -106,5 +108,46 @@ def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_blo
             assert c.latest_first == (reverse and not (ascending_f32 and one_warp_f32_tile)), (T, N, itemsize, c)
             assert not config(estimator, T, N, True, itemsize).latest_first
     assert compiled_block_shapes.kernel_traits(estimator)["latest_first"] == reverse
-    if ascending_f32:  # the exception applies to these kernels' default wide tiles
-        assert not config(estimator, 4096, 8192, False, 4).latest_first
+    if ascending_f32:  # the exception applies to these kernels' default wide look-back tiles
+        assert not config(estimator, 4096, 4096, False, 4).latest_first
+
+
+ESTIMATORS = ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "linear_scan", "eligibility_traces",
+              "episodic_prefix_sum"]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, estimator):
+    """From 8192 environments, ``[T, N]`` sequences longer than one chunk are walked without
+    look-back, pipelined, in tiles whose threads hold runs of consecutive steps: 32 x 32 on two
+    warps for V-trace and, in float32, for the kernels that load each step's successor; 64 x 32 on
+    two warps for the light kernels' 16-bit floats; 64 x 64 on four warps otherwise (H200 sweeps).
+    ``[N, T]`` storage, float64, fewer environments and one-chunk sequences keep their tiles."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
+    for N, T in [(8192, 4096), (16384, 2048), (32768, 512)]:
+        for itemsize in (4, 2):
+            small = traits["wide_scan"] or (traits["successor_rows"] and itemsize == 4)
+            shape = (32, 32, 2) if small else (64, 32, 2) if traits["light_steps"] and itemsize == 2 else (64, 64, 4)
+            assert config(estimator, T, N, False, itemsize) == LaunchConfig(
+                *shape, num_stages=3, latest_first=reverse, thread_runs=True), (N, T, itemsize)
+            assert not config(estimator, T, N, True, itemsize).thread_runs
+        assert not config(estimator, T, N, False, 8).thread_runs
+    for N, T in [(4096, 4096), (512, 8192), (8192, 256), (16, 1 << 20)]:
+        assert not config(estimator, T, N, False, 4).thread_runs
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_successor_rows_trait_matches_the_kernel(estimator):
+    """A kernel module declares ``SUCCESSOR_ROWS`` exactly when its kernel loads each step's
+    successor (``_scan.successor_rows``)."""
+    import importlib
+    import inspect
+
+    from kernels import _launch
+
+    module = importlib.import_module(f"kernels.{estimator}")
+    kernel = next(v for k, v in vars(module).items() if k.startswith("_") and k.endswith("_kernel"))
+    assert _launch.kernel_traits(estimator)["successor_rows"] == ("_scan.successor_rows(" in inspect.getsource(kernel.fn))
