@@ -25,6 +25,11 @@ reduction (``edge_row``) or a second load of the same data one row later (``succ
 first, so the tile is scanned forward, first row to last. Triton lowers a reverse scan with lane
 mirroring shuffles before and after it, for every value of the tile, whether or not the scan's
 axis lies across lanes (PTX for sm_90: 128 of GAE's 400 shuffles per 32 x 32 ``[T, N]`` tile).
+
+``TIME_THREADS`` (``LaunchConfig.thread_runs``, ``_launch.time_threads``): a ``[T, N]`` tile's rows
+are given time steps such that each of the ``TIME_THREADS`` threads along time holds a run of
+consecutive steps (``thread_run_position``), and the tile is scanned in two levels: each thread's
+run, then one map per thread across threads (``scan_thread_runs``).
 """
 
 from __future__ import annotations
@@ -500,8 +505,8 @@ def _as_runs(x, TIME_THREADS: tl.constexpr):
 
 @triton.jit
 def scan_thread_runs(alpha, beta, BACKWARD: tl.constexpr, TIME_THREADS: tl.constexpr):
-    """``tl.associative_scan((alpha, beta), 0, affine_then)`` of a tile whose rows are in thread
-    runs (``thread_run_position``), in two levels.
+    """``tl.associative_scan((alpha, beta), 0, affine_then, reverse=BACKWARD)`` of a tile whose rows
+    are in thread runs (``thread_run_position``), in two levels.
 
     Each thread scans its own run of R steps ``(A_k, B_k)``; the threads then scan their runs'
     whole maps, and the map ``(E, F)`` of the runs before a run precedes each of its steps:
@@ -545,8 +550,8 @@ def scan_chunk(
     TIME_THREADS: tl.constexpr,
     THREAD_STEPS_FIRST: tl.constexpr = False,
 ):
-    """Solve one chunk, whose rows are ``chunk_rows(..., REVERSE, LATEST_FIRST)``: returns its ``y``
-    and the value it carries into the next chunk (``carry``: see ``_apply_carry``).
+    """Solve one chunk, whose rows are ``chunk_rows(..., REVERSE, LATEST_FIRST, TIME_THREADS)``:
+    returns its ``y`` and the value it carries into the next chunk (``carry``: see ``_apply_carry``).
     ``THREAD_STEPS_FIRST``: scan ``[128, 1]`` float32 tiles whose time lies in one warp by
     ``scan_thread_steps_first`` (faster for ``linear_scan``, slower for lambda and discounted
     returns: H200, docs/perf.md)."""
@@ -566,8 +571,8 @@ def scan_chunk(
 def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr,
                          BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr,
                          LATEST_FIRST: tl.constexpr, TIME_THREADS: tl.constexpr):
-    """Reverse ``scan_chunk`` (rows ``chunk_rows(..., True, LATEST_FIRST)``) that also returns
-    ``y_{t+1}`` for every row (the carry at the chunk end)."""
+    """Reverse ``scan_chunk`` (rows ``chunk_rows(..., True, LATEST_FIRST, TIME_THREADS)``) that also
+    returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
     backward: tl.constexpr = not LATEST_FIRST
     if TIME_THREADS > 1:
         A, B, E, F = scan_thread_runs_with_previous(alpha, beta, backward, TIME_THREADS)

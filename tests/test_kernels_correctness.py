@@ -551,6 +551,22 @@ def test_thread_run_tiles(op_case, dtype, order, walk):
         assert rel_err(o, r) < TOL[dtype]
 
 
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_thread_runs_are_ignored_by_time_contiguous_tiles(op_case):
+    """``[N, T]`` tiles keep their rows in time order whatever ``thread_runs`` says: their
+    128-step tiles move values between steps by warp shuffles, which need time order."""
+    from kernels import LaunchConfig
+
+    config = LaunchConfig(128, 2, 2, num_stages=2, latest_first=True, thread_runs=True)
+    op, kw = op_case
+    T, N = (1000, 67) if DEVICE == "cuda" else (2 * 128 + 5, 5)
+    tm = make_inputs(op, T, N, seed=seed_of("thread_runs_nt", op_case), **kw)
+    ref = call(R, upcast(tm))
+    out = call(kernels, to_time_dim1(tm, contiguous=True), time_dim=1, config=config)
+    for o, r in zip(out, ref):
+        assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[torch.float32]
+
+
 @pytest.mark.parametrize("walk", ["unpipelined", "pipelined", "lookback"])
 @pytest.mark.parametrize("T", [128, 384, 300], ids=lambda T: f"T{T}")
 @pytest.mark.parametrize("dtype,block_t", [(torch.float32, 128), (torch.bfloat16, 128), (torch.bfloat16, 256)],

@@ -150,4 +150,5 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
 
     module = importlib.import_module(f"kernels.{estimator}")
     kernel = next(v for k, v in vars(module).items() if k.startswith("_") and k.endswith("_kernel"))
-    assert _launch.kernel_traits(estimator)["successor_rows"] == ("_scan.successor_rows(" in inspect.getsource(kernel.fn))
+    loads_successors = "_scan.successor_rows(" in inspect.getsource(kernel.fn)
+    assert _launch.kernel_traits(estimator)["successor_rows"] == loads_successors
