@@ -1,22 +1,32 @@
-"""Thread-run tiles against the default block shapes, [T, N]; interleaved rounds.
-usage (from the repository root): PYTHONPATH=. python docs/bench/thread_runs/sweep_tiles.py OUT.json MODE(warm|time) EST,EST,... [rounds]"""
+"""Thread-run tiles and walks against the default block shapes, [T, N]; interleaved rounds, every
+output checked against the float64 reference first. Three plans, one per log of this folder:
+
+* ``tiles`` (`sweep_tiles.log`): the default block shape with and without thread runs, and eight
+  thread-run look-back shapes, on four f32 cells and 8192 x 4096 bf16;
+* ``walks`` (`sweep_walks.log`): pipelined walks with and without thread runs, and the one-warp
+  16 x 64 look-back tile with thread runs in both row orders, 8192 x 4096 f32 and bf16;
+* ``shapes`` (`sweep_shapes.log`): four thread-run walks and four two-warp thread-run look-back
+  tiles on eight cells.
+
+usage (from the repository root):
+  PYTHONPATH=. python docs/bench/thread_runs/sweep.py PLAN OUT.json MODE(warm|time) EST,EST,... [rounds]
+``warm`` only compiles (one process per estimator in parallel fills the compile cache); ``time``
+times in one process."""
 import sys, json, dataclasses, torch
 sys.path.append("scripts")
 import bench_kernels as B
 import kernels
 from kernels._launch import estimator_config
 from kernels import LaunchConfig
-OUT, MODE, ESTS = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
-ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+PLAN, OUT, MODE, ESTS = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(",")
+ROUNDS = int(sys.argv[5]) if len(sys.argv) > 5 else 2
 REV = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "linear_scan")
-F32 = [(8192, 4096), (2048, 2048), (512, 8192), (4096, 4096)]
-CELLS = [(e, n, t, "f32") for n, t in F32 for e in ESTS] + [(e, 8192, 4096, "bf16") for e in ESTS]
-R = dataclasses.replace
-def configs_for(est, N, T, dname):
-    itemsize = B.DTYPES[dname].itemsize
-    base = estimator_config(est, T, N, False, itemsize)
+
+
+def tiles(est, N, T, dname):
+    base = estimator_config(est, T, N, False, B.DTYPES[dname].itemsize)
     lf = est in REV
-    cs = {"default": base, "default+runs": R(base, thread_runs=True, latest_first=lf or base.latest_first)}
+    cs = {"default": base, "default+runs": dataclasses.replace(base, thread_runs=True, latest_first=lf or base.latest_first)}
     shapes = [LaunchConfig(16, 64, 1, True), LaunchConfig(32, 32, 1, True), LaunchConfig(32, 64, 1, True),
               LaunchConfig(16, 128, 1, True), LaunchConfig(32, 64, 2, True), LaunchConfig(64, 64, 2, True),
               LaunchConfig(64, 32, 1, True), LaunchConfig(32, 128, 2, True)]
@@ -25,9 +35,38 @@ def configs_for(est, N, T, dname):
     if (N, T) != (8192, 4096) and dname == "f32":
         shapes = shapes[:4]
     for c in shapes:
-        c = R(c, thread_runs=True, latest_first=lf)
+        c = dataclasses.replace(c, thread_runs=True, latest_first=lf)
         cs.setdefault(B.config_label(c), c)
     return cs
+
+
+def walks(est, N, T, dname):
+    lf = "+latest" if est in REV else ""
+    labels = ["16x64w1+lookback" + lf + "+runs"] + (["16x64w1+lookback+runs"] if est in REV else [])
+    labels += [s + "+3stages" + lf + "+runs" for s in ("32x32w2", "32x16w2", "64x32w2", "32x64w2", "16x32w1", "32x32w1", "64x64w4")]
+    labels += ["32x32w2+3stages" + lf, "32x16w2+3stages" + lf]
+    return {"default": estimator_config(est, T, N, False, B.DTYPES[dname].itemsize),
+            **{label: B.parse_config_label(label) for label in labels}}
+
+
+def shapes(est, N, T, dname):
+    lf = "+latest" if est in REV else ""
+    labels = [s + "+3stages" + lf + "+runs" for s in ("32x32w2", "64x32w2", "64x64w4", "32x16w2")]
+    if N <= 8192:
+        labels += [s + "+lookback" + lf + "+runs" for s in ("64x64w4", "64x32w2", "32x32w2", "32x64w2")]
+    return {"default": estimator_config(est, T, N, False, B.DTYPES[dname].itemsize),
+            **{label: B.parse_config_label(label) for label in labels}}
+
+
+PLANS = {
+    "tiles": (tiles, [(n, t, "f32") for n, t in [(8192, 4096), (2048, 2048), (512, 8192), (4096, 4096)]]
+              + [(8192, 4096, "bf16")]),
+    "walks": (walks, [(8192, 4096, "f32"), (8192, 4096, "bf16")]),
+    "shapes": (shapes, [(16384, 2048, "f32"), (4096, 4096, "f32"), (2048, 2048, "f32"), (1024, 4096, "f32"),
+                        (512, 8192, "f32"), (16384, 2048, "bf16"), (4096, 4096, "bf16"), (8192, 4096, "f32")]),
+}
+configs_for, SHAPES = PLANS[PLAN]
+CELLS = [(e, n, t, d) for n, t, d in SHAPES for e in ESTS]
 copy = B.copy_bandwidth("cuda", 2 * 2**30, 5, 20) if MODE == "time" else 0
 print(f"copy {copy:.0f} GB/s", flush=True)
 rows = []
