@@ -72,7 +72,7 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
-                  one_warp_f32_tiles_ascending: bool = False, successor_rows: bool = False) -> LaunchConfig:
+                  successor_rows: bool = False, long_run_tiles: bool = False) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -85,10 +85,12 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     float per step (eligibility traces, episodic sums), whose fixed per-tile costs weigh more per
     byte, so they keep longer tiles to more environments (docs/perf.md, "Acquire loads, and tiles
     for the light kernels"); ``latest_first`` for kernels with reverse walks, whose ``[T, N]`` tiles
-    then hold their steps latest first (``LaunchConfig.latest_first``), except float32 one-warp
-    look-back tiles with ``one_warp_f32_tiles_ascending`` (docs/perf.md, "Tiles latest first");
+    then hold their steps latest first (``LaunchConfig.latest_first``; docs/perf.md, "Tiles latest
+    first");
     ``successor_rows`` for kernels that also load each step's successor (a second tile one step
-    later: GAE, V-trace, Retrace), whose longer walk tiles spill registers.
+    later: GAE, V-trace, Retrace), whose longer walk tiles spill registers; ``long_run_tiles`` for
+    kernels whose float32 look-back tiles in thread runs measured faster 64 steps long than 32
+    (``linear_scan``, eligibility traces, episodic sums).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
@@ -105,23 +107,25 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
       ``wide_scan`` and for float32 with ``successor_rows``, 64 x 32 on two for 16-bit floats with
       ``light_steps`` (docs/perf.md, "Thread runs").
-    * ``[T, N]``, longer, from 512 environments (below 8192, or float64): small one-warp look-back
-      tiles, 16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with
-      ``light_steps``, 32 x 64 for their 16-bit floats); V-trace two-warp 16 x 32 tiles (float64
-      from 8192 environments: a pipelined 32 x 16 walk). Fewer environments take long look-back
-      tiles (16 environments wide, so they look back a window of tiles at a time: ``_scan``).
-    * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``), but for the
-      float32 one-warp look-back tiles of GAE, lambda returns and discounted returns.
+    * ``[T, N]``, longer, from 512 environments (below 8192, or float64): two-warp look-back tiles
+      in thread runs for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096
+      environments with ``light_steps``; docs/perf.md, "Thread runs"); otherwise small one-warp
+      look-back tiles, 16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with
+      ``light_steps``, 32 x 64 for their 16-bit floats). V-trace takes two-warp 16 x 32 tiles
+      (float64 from 8192 environments: a pipelined 32 x 16 walk).
+      Fewer environments take long look-back tiles (16 environments wide, so they look back a
+      window of tiles at a time: ``_scan``).
+    * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
-    config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows)
-    one_warp_f32_tile = itemsize == 4 and config.num_warps == 1 and config.lookback
-    if latest_first and not time_contiguous and not (one_warp_f32_tiles_ascending and one_warp_f32_tile):
+    config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
+                          long_run_tiles)
+    if latest_first and not time_contiguous:
         return replace(config, latest_first=True)
     return config
 
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
-                 light_steps: bool, successor_rows: bool) -> LaunchConfig:
+                 light_steps: bool, successor_rows: bool, long_run_tiles: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -156,6 +160,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if N >= 512:
         if wide_scan:
             return LaunchConfig(32, 16, num_warps=2, num_stages=3) if N >= 8192 else LaunchConfig(16, 32, 2, True)
+        if itemsize == 4 and not (light_steps and N >= 4096):
+            return LaunchConfig(64 if long_run_tiles else 32, 32, num_warps=2, lookback=True, thread_runs=True)
         if light_steps:
             return LaunchConfig(32, 64 if itemsize == 2 else 32, num_warps=1, lookback=True)
         if N >= 2048:
@@ -192,15 +198,15 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
-    ``LATEST_FIRST``, ``ONE_WARP_F32_TILES_ASCENDING`` and ``SUCCESSOR_ROWS`` (default false). Not to
-    be mutated (cached)."""
+    ``LATEST_FIRST``, ``SUCCESSOR_ROWS`` and ``LONG_RUN_TILES`` (default false). Not to be mutated
+    (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
             "pipelined_walks": getattr(module, "PIPELINED_WALKS", True),
             "light_steps": getattr(module, "LIGHT_STEPS", False),
             "latest_first": getattr(module, "LATEST_FIRST", False),
-            "one_warp_f32_tiles_ascending": getattr(module, "ONE_WARP_F32_TILES_ASCENDING", False),
-            "successor_rows": getattr(module, "SUCCESSOR_ROWS", False)}
+            "successor_rows": getattr(module, "SUCCESSOR_ROWS", False),
+            "long_run_tiles": getattr(module, "LONG_RUN_TILES", False)}
 
 
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int) -> LaunchConfig:

@@ -22,6 +22,8 @@ from kernels._triton import runs_triton, tl
 
 # One float and one flag in, one float out per step: longer tiles to more environments (_launch.choose_config).
 LIGHT_STEPS = True
+# Float32 [T, N] look-back tiles in thread runs: 64 steps long, not 32 (_launch.choose_config).
+LONG_RUN_TILES = True
 
 
 @_scan.coefficient_kernel

@@ -29,9 +29,6 @@ LATEST_FIRST = True
 # Each step's successor is loaded too (a second tile one step later): smaller walk tiles
 # (_launch.choose_config).
 SUCCESSOR_ROWS = True
-# Not in float32 one-warp look-back tiles, whose flag loads in runs of four measured slower
-# with descending rows (_launch.choose_config).
-ONE_WARP_F32_TILES_ASCENDING = True
 
 
 @_scan.coefficient_kernel

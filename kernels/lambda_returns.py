@@ -26,9 +26,6 @@ from kernels._triton import runs_triton, tl
 PIPELINED_WALKS = False
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
-# Not in float32 one-warp look-back tiles, whose flag loads in runs of four measured slower
-# with descending rows (_launch.choose_config).
-ONE_WARP_F32_TILES_ASCENDING = True
 
 
 @_scan.coefficient_kernel

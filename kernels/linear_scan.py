@@ -23,6 +23,8 @@ from kernels._triton import runs_triton, tl, triton
 PIPELINED_WALKS = False
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# Float32 [T, N] look-back tiles in thread runs: 64 steps long, not 32 (_launch.choose_config).
+LONG_RUN_TILES = True
 
 
 @triton.jit

@@ -77,13 +77,13 @@ def compiled_block_shapes(monkeypatch):
 
 @pytest.mark.parametrize("estimator", ["eligibility_traces", "episodic_prefix_sum"])
 def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_shapes, estimator):
-    """Kernels with ``LIGHT_STEPS`` take 32 x 32 ``[T, N]`` tiles (32 x 64 for 16-bit floats) and
-    512-step ``[N, T]`` walks where the others take 16 x 64 tiles and 128-step walks of two
-    environments (H200 sweeps)."""
+    """Kernels with ``LIGHT_STEPS`` take one-warp 32 x 32 ``[T, N]`` look-back tiles (32 x 64 for
+    16-bit floats) where the others take 16 x 64 ones (float32 from 4096 environments, where the
+    others take thread-run tiles; 16-bit floats), and 512-step ``[N, T]`` walks where the others take
+    128-step walks of two environments (H200 sweeps)."""
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
-    assert config("gae", 4096, 4096, False, 4) == LaunchConfig(16, 64, num_warps=1, lookback=True)
     assert config(estimator, 4096, 4096, False, 4) == LaunchConfig(32, 32, num_warps=1, lookback=True)
     assert config(estimator, 4096, 4096, False, 2) == LaunchConfig(32, 64, num_warps=1, lookback=True)  # bf16
     assert config("gae", 4096, 4096, False, 2) == LaunchConfig(16, 64, num_warps=1, lookback=True, latest_first=True)
@@ -95,21 +95,15 @@ def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_sha
 @pytest.mark.parametrize("estimator", ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns",
                                        "linear_scan", "eligibility_traces", "episodic_prefix_sum"])
 def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_block_shapes, estimator):
-    """Kernels with reverse walks (``LATEST_FIRST``) hold their ``[T, N]`` tiles' steps latest first,
-    float32 one-warp look-back tiles of kernels with ``ONE_WARP_F32_TILES_ASCENDING`` excepted (H200
-    sweeps); ``[N, T]`` tiles, and forward-only kernels, keep their steps in time order."""
+    """Kernels with reverse walks (``LATEST_FIRST``) hold their ``[T, N]`` tiles' steps latest first
+    (H200 sweeps); ``[N, T]`` tiles, and forward-only kernels, keep their steps in time order."""
     config = compiled_block_shapes.estimator_config
     reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
-    ascending_f32 = estimator in ("gae", "lambda_returns", "discounted_returns")
-    for T, N in [(4096, 8192), (8192, 512), (128, 4096), (16, 32768), (1 << 20, 16)]:
-        for itemsize in (4, 2):
-            c = config(estimator, T, N, False, itemsize)
-            one_warp_f32_tile = itemsize == 4 and c.num_warps == 1 and c.lookback
-            assert c.latest_first == (reverse and not (ascending_f32 and one_warp_f32_tile)), (T, N, itemsize, c)
+    for T, N in [(4096, 8192), (4096, 4096), (8192, 512), (128, 4096), (16, 32768), (1 << 20, 16)]:
+        for itemsize in (4, 2, 8):
+            assert config(estimator, T, N, False, itemsize).latest_first == reverse, (T, N, itemsize)
             assert not config(estimator, T, N, True, itemsize).latest_first
     assert compiled_block_shapes.kernel_traits(estimator)["latest_first"] == reverse
-    if ascending_f32:  # the exception applies to these kernels' default wide look-back tiles
-        assert not config(estimator, 4096, 4096, False, 4).latest_first
 
 
 ESTIMATORS = ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "linear_scan", "eligibility_traces",
@@ -135,8 +129,29 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
                 *shape, num_stages=3, latest_first=reverse, thread_runs=True), (N, T, itemsize)
             assert not config(estimator, T, N, True, itemsize).thread_runs
         assert not config(estimator, T, N, False, 8).thread_runs
-    for N, T in [(4096, 4096), (512, 8192), (8192, 256), (16, 1 << 20)]:
+    for N, T in [(8192, 256), (16, 1 << 20), (256, 8192)]:
         assert not config(estimator, T, N, False, 4).thread_runs
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator):
+    """From 512 to 8191 environments, float32 ``[T, N]`` sequences longer than one chunk take
+    two-warp look-back tiles in thread runs: 64 x 32 for kernels with ``LONG_RUN_TILES``, 32 x 32
+    otherwise; V-trace keeps its 16 x 32 tiles, and the light kernels their one-warp tiles from
+    4096 environments (H200 before-and-after runs). 16-bit and 64-bit floats keep their tiles."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
+    for N, T in [(512, 8192), (1024, 4096), (2048, 2048), (4096, 4096), (6000, 1000)]:
+        c = config(estimator, T, N, False, 4)
+        if traits["wide_scan"] or (traits["light_steps"] and N >= 4096):
+            assert not c.thread_runs, (N, T, c)
+        else:
+            block_t = 64 if traits["long_run_tiles"] else 32
+            assert c == LaunchConfig(block_t, 32, 2, lookback=True, latest_first=reverse, thread_runs=True), (N, T)
+        for itemsize in (2, 8):
+            assert not config(estimator, T, N, False, itemsize).thread_runs
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
