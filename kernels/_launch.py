@@ -86,10 +86,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     byte, so they keep longer tiles to more environments (docs/perf.md, "Acquire loads, and tiles
     for the light kernels"); ``latest_first`` for kernels with reverse walks, whose ``[T, N]`` tiles
     then hold their steps latest first (``LaunchConfig.latest_first``; docs/perf.md, "Tiles latest
-    first");
-    ``successor_rows`` for kernels that also load each step's successor (a second tile one step
-    later: GAE, V-trace, Retrace), whose longer walk tiles spill registers; ``long_run_tiles`` for
-    kernels whose float32 look-back tiles in thread runs measured faster 64 steps long than 32
+    first"); ``successor_rows`` for kernels that also load each step's successor (a second tile one
+    step later: GAE, V-trace, Retrace), whose longer walk tiles spill registers; ``long_run_tiles``
+    for kernels whose float32 look-back tiles in thread runs measured faster 64 steps long than 32
     (``linear_scan``, eligibility traces, episodic sums).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
@@ -112,9 +111,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       environments with ``light_steps``; docs/perf.md, "Thread runs"); otherwise small one-warp
       look-back tiles, 16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with
       ``light_steps``, 32 x 64 for their 16-bit floats). V-trace takes two-warp 16 x 32 tiles
-      (float64 from 8192 environments: a pipelined 32 x 16 walk).
-      Fewer environments take long look-back tiles (16 environments wide, so they look back a
-      window of tiles at a time: ``_scan``).
+      (float64 from 8192 environments: a pipelined 32 x 16 walk). Fewer environments take long
+      look-back tiles (16 environments wide, so they look back a window of tiles at a time:
+      ``_scan``).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
