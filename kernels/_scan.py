@@ -135,19 +135,23 @@ def in_runs_of_four(index):
 
 
 @triton.jit
-def load_flags(ptr, t, n, stride_t, stride_n, mask):
+def load_flags(ptr, t, n, stride_t, stride_n, mask, FULL_WIDTH: tl.constexpr = False):
     """Load a tile of 0/1 flags (bool viewed as uint8, integer or float) as booleans.
 
     The indices are given as runs of four (``in_runs_of_four``), so each thread loads 4 consecutive
     flags, as it does 4 consecutive float32 values: the flag tile then has the float tiles' layout,
     where wider byte loads need a layout change through shared memory (H200, GAE 8192 x 4096
-    ``[T, N]``: 262 -> 215 us; docs/perf.md, "Flag loads")."""
+    ``[T, N]``: 262 -> 215 us; docs/perf.md, "Flag loads"). ``FULL_WIDTH``: the load as wide as the
+    compiler can make it instead (``load_flags_full_width``)."""
+    if FULL_WIDTH:
+        return load_flags_full_width(ptr, t, n, stride_t, stride_n, mask)
     return load_flags_full_width(ptr, in_runs_of_four(t), in_runs_of_four(n), stride_t, stride_n, mask)
 
 
 @triton.jit
 def load_flags_full_width(ptr, t, n, stride_t, stride_n, mask):
-    """``load_flags`` with the load as wide as the compiler can make it (faster for Retrace)."""
+    """``load_flags`` with the load as wide as the compiler can make it (faster for Retrace's tiles
+    in time order)."""
     return tl.load(tile_pointers(ptr, t, n, stride_t, stride_n), mask=mask, other=0) != 0
 
 

@@ -94,16 +94,13 @@ def _retrace_kernel(
             log_rhos, lr_ptr, chunk, num_chunks, t, n, s_lr_t, s_lr_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
         )
         rho_succ = tl.exp(log_rho_succ)
-        if TIME_THREADS > 1:  # thread runs: flags in the float tiles' layout, or it changes by shuffles
-            terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
-            done = terminated
-            if HAS_TRUNC:
-                done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-        else:  # runs of four (_scan.load_flags) measured slower here: [T, N] 277 -> 323 us
-            terminated = _scan.load_flags_full_width(term_ptr, t, n, s_term_t, s_term_n, mask)
-            done = terminated
-            if HAS_TRUNC:
-                done = done | _scan.load_flags_full_width(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        # Runs of four measured slower for tiles in time order ([T, N] 277 -> 323 us); thread runs need
+        # them: flags in the float tiles' layout, or it changes by shuffles.
+        full_width: tl.constexpr = TIME_THREADS == 1
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask, full_width)
+        done = terminated
+        if HAS_TRUNC:
+            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, full_width)
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
