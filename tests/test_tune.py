@@ -92,22 +92,22 @@ def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_sha
     assert config(estimator, 1024, 4096, True, 4) == config("gae", 1024, 4096, True, 4)  # same below 2048
 
 
-@pytest.mark.parametrize("estimator", ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns",
-                                       "linear_scan", "eligibility_traces", "episodic_prefix_sum"])
+ESTIMATORS = ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "linear_scan", "eligibility_traces",
+              "episodic_prefix_sum"]
+FORWARD_ONLY = ("eligibility_traces", "episodic_prefix_sum")  # every other kernel walks time in reverse
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_block_shapes, estimator):
     """Kernels with reverse walks (``LATEST_FIRST``) hold their ``[T, N]`` tiles' steps latest first
     (H200 sweeps); ``[N, T]`` tiles, and forward-only kernels, keep their steps in time order."""
     config = compiled_block_shapes.estimator_config
-    reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
+    reverse = estimator not in FORWARD_ONLY
     for T, N in [(4096, 8192), (4096, 4096), (8192, 512), (128, 4096), (16, 32768), (1 << 20, 16)]:
         for itemsize in (4, 2, 8):
             assert config(estimator, T, N, False, itemsize).latest_first == reverse, (T, N, itemsize)
             assert not config(estimator, T, N, True, itemsize).latest_first
     assert compiled_block_shapes.kernel_traits(estimator)["latest_first"] == reverse
-
-
-ESTIMATORS = ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "linear_scan", "eligibility_traces",
-              "episodic_prefix_sum"]
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -120,7 +120,7 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
-    reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
+    reverse = estimator not in FORWARD_ONLY
     for N, T in [(8192, 4096), (16384, 2048), (32768, 512)]:
         for itemsize in (4, 2):
             small = traits["wide_scan"] or (traits["successor_rows"] and itemsize == 4)
@@ -142,7 +142,7 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
-    reverse = estimator not in ("eligibility_traces", "episodic_prefix_sum")
+    reverse = estimator not in FORWARD_ONLY
     for N, T in [(512, 8192), (1024, 4096), (2048, 2048), (4096, 4096), (6000, 1000)]:
         c = config(estimator, T, N, False, 4)
         if traits["wide_scan"] or (traits["light_steps"] and N >= 4096):
