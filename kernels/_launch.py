@@ -72,7 +72,7 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
-                  successor_rows: bool = False, long_run_tiles: bool = False) -> LaunchConfig:
+                  successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -89,7 +89,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     first"); ``successor_rows`` for kernels that also load each step's successor (a second tile one
     step later: GAE, V-trace, Retrace), whose longer walk tiles spill registers; ``long_run_tiles``
     for kernels whose float32 look-back tiles in thread runs measured faster 64 steps long than 32
-    (``linear_scan``, eligibility traces, episodic sums).
+    (``linear_scan``, eligibility traces, episodic sums); ``deep_walks`` for kernels whose float32
+    ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles (GAE,
+    eligibility traces, episodic sums).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
@@ -105,7 +107,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       without look-back, pipelined three chunks deep, in tiles whose threads hold runs of
       consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
       ``wide_scan`` and for float32 with ``successor_rows``, 64 x 32 on two for 16-bit floats with
-      ``light_steps`` (docs/perf.md, "Thread runs").
+      ``light_steps`` (docs/perf.md, "Thread runs"); float32 with ``deep_walks``: four chunks deep,
+      64 x 64 on four warps (32 x 64 from 16384 environments; docs/perf.md, "Deep walks").
     * ``[T, N]``, longer, from 512 environments (below 8192, or float64): two-warp look-back tiles
       in thread runs for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096
       environments with ``light_steps``; docs/perf.md, "Thread runs"); otherwise small one-warp
@@ -117,14 +120,14 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
-                          long_run_tiles)
+                          long_run_tiles, deep_walks)
     if latest_first and not time_contiguous:
         return replace(config, latest_first=True)
     return config
 
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
-                 light_steps: bool, successor_rows: bool, long_run_tiles: bool) -> LaunchConfig:
+                 light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -151,6 +154,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if T <= 256:
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
     if N >= 8192 and itemsize <= 4:
+        if deep_walks and itemsize == 4:
+            return LaunchConfig(32 if N >= 16384 else 64, 64, num_warps=4, num_stages=4, thread_runs=True)
         if wide_scan or (successor_rows and itemsize == 4):
             return LaunchConfig(32, 32, num_warps=2, num_stages=3, thread_runs=True)
         if light_steps and itemsize == 2:
@@ -197,15 +202,16 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
-    ``LATEST_FIRST``, ``SUCCESSOR_ROWS`` and ``LONG_RUN_TILES`` (default false). Not to be mutated
-    (cached)."""
+    ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES`` and ``DEEP_WALKS`` (default false).
+    Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
             "pipelined_walks": getattr(module, "PIPELINED_WALKS", True),
             "light_steps": getattr(module, "LIGHT_STEPS", False),
             "latest_first": getattr(module, "LATEST_FIRST", False),
             "successor_rows": getattr(module, "SUCCESSOR_ROWS", False),
-            "long_run_tiles": getattr(module, "LONG_RUN_TILES", False)}
+            "long_run_tiles": getattr(module, "LONG_RUN_TILES", False),
+            "deep_walks": getattr(module, "DEEP_WALKS", False)}
 
 
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int) -> LaunchConfig:

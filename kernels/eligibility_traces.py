@@ -24,6 +24,8 @@ from kernels._triton import runs_triton, tl
 LIGHT_STEPS = True
 # Float32 [T, N] look-back tiles in thread runs: 64 steps long, not 32 (_launch.choose_config).
 LONG_RUN_TILES = True
+# Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
+DEEP_WALKS = True
 
 
 @_scan.coefficient_kernel

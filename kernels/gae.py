@@ -29,6 +29,8 @@ LATEST_FIRST = True
 # Each step's successor is loaded too (a second tile one step later): smaller walk tiles
 # (_launch.choose_config).
 SUCCESSOR_ROWS = True
+# Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
+DEEP_WALKS = True
 
 
 @_scan.coefficient_kernel

@@ -113,20 +113,28 @@ def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_blo
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, estimator):
     """From 8192 environments, ``[T, N]`` sequences longer than one chunk are walked without
-    look-back, pipelined, in tiles whose threads hold runs of consecutive steps: 32 x 32 on two
-    warps for V-trace and, in float32, for the kernels that load each step's successor; 64 x 32 on
-    two warps for the light kernels' 16-bit floats; 64 x 64 on four warps otherwise (H200 sweeps).
-    ``[N, T]`` storage, float64, fewer environments and one-chunk sequences keep their tiles."""
+    look-back, pipelined, in tiles whose threads hold runs of consecutive steps: in float32, four
+    chunks deep in 64 x 64 tiles on four warps (32 x 64 from 16384 environments) for the kernels
+    with ``DEEP_WALKS``; otherwise three chunks deep, 32 x 32 on two warps for V-trace and, in
+    float32, for the kernels that load each step's successor; 64 x 32 on two warps for the light
+    kernels' 16-bit floats; 64 x 64 on four warps otherwise (H200 sweeps). ``[N, T]`` storage,
+    float64, fewer environments and one-chunk sequences keep their tiles."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
     reverse = estimator not in FORWARD_ONLY
-    for N, T in [(8192, 4096), (16384, 2048), (32768, 512)]:
+    for N, T in [(8192, 4096), (16383, 2048), (16384, 2048), (32768, 512)]:
         for itemsize in (4, 2):
             small = traits["wide_scan"] or (traits["successor_rows"] and itemsize == 4)
-            shape = (32, 32, 2) if small else (64, 32, 2) if traits["light_steps"] and itemsize == 2 else (64, 64, 4)
+            stages = 3
+            if traits["deep_walks"] and itemsize == 4:
+                shape, stages = (32 if N >= 16384 else 64, 64, 4), 4
+            elif small:
+                shape = (32, 32, 2)
+            else:
+                shape = (64, 32, 2) if traits["light_steps"] and itemsize == 2 else (64, 64, 4)
             assert config(estimator, T, N, False, itemsize) == LaunchConfig(
-                *shape, num_stages=3, latest_first=reverse, thread_runs=True), (N, T, itemsize)
+                *shape, num_stages=stages, latest_first=reverse, thread_runs=True), (N, T, itemsize)
             assert not config(estimator, T, N, True, itemsize).thread_runs
         assert not config(estimator, T, N, False, 8).thread_runs
     for N, T in [(8192, 256), (16, 1 << 20), (256, 8192)]:
@@ -167,3 +175,12 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
     kernel = next(v for k, v in vars(module).items() if k.startswith("_") and k.endswith("_kernel"))
     loads_successors = "_scan.successor_rows(" in inspect.getsource(kernel.fn)
     assert _launch.kernel_traits(estimator)["successor_rows"] == loads_successors
+
+
+def test_deep_walks_are_the_measured_kernels():
+    """``DEEP_WALKS`` is declared by the kernels whose float32 walks measured faster four chunks
+    deep (H200, docs/perf.md "Deep walks"), and only by them."""
+    from kernels import _launch
+
+    deep = {e for e in ESTIMATORS if _launch.kernel_traits(e)["deep_walks"]}
+    assert deep == {"gae", "eligibility_traces", "episodic_prefix_sum"}
