@@ -72,7 +72,8 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
-                  successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False) -> LaunchConfig:
+                  successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
+                  aligned_rows: bool = True) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -91,43 +92,51 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     for kernels whose float32 look-back tiles in thread runs measured faster 64 steps long than 32
     (``linear_scan``, eligibility traces, episodic sums); ``deep_walks`` for kernels whose float32
     ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles (GAE,
-    eligibility traces, episodic sums).
+    eligibility traces, episodic sums); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
+    start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
+    cannot vectorize the loads, and the pipelined walks below ran 3-5x slower than look-back tiles
+    (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
-      for 16-bit floats) from 2048 environments up (4096 with ``light_steps``; without
+      for 16-bit floats) from 2048 environments up (float32 with ``light_steps``: 1 environment x
+      256 steps on two warps; 16-bit floats with ``light_steps``: from 4096; without
       ``pipelined_walks``, from 4096 environments: one environment per one-warp program,
       unpipelined), one environment x 512 steps from 512; fewer environments walk long
       unpipelined chunks, and few environments with long sequences use look-back tiles of one
       environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
-    * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats): programs walk time
-      without look-back, pipelined three chunks deep, in tiles whose threads hold runs of
-      consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
+    * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``):
+      programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
+      hold runs of consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
       ``wide_scan`` and for float32 with ``successor_rows``, 64 x 32 on two for 16-bit floats with
       ``light_steps`` (docs/perf.md, "Thread runs"); float32 with ``deep_walks``: four chunks deep,
       64 x 64 on four warps (32 x 64 from 16384 environments; docs/perf.md, "Deep walks").
-    * ``[T, N]``, longer, from 512 environments (below 8192, or float64): two-warp look-back tiles
-      in thread runs for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096
-      environments with ``light_steps``; docs/perf.md, "Thread runs"); otherwise small one-warp
-      look-back tiles, 16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with
-      ``light_steps``, 32 x 64 for their 16-bit floats). V-trace takes two-warp 16 x 32 tiles
-      (float64 from 8192 environments: a pipelined 32 x 16 walk). Fewer environments take long
+    * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
+      ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
+      for float32 with ``light_steps``; docs/perf.md, "Deep walks").
+    * ``[T, N]``, longer, from 512 environments (the rest): two-warp look-back tiles in thread runs
+      for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096 environments with
+      ``light_steps``; docs/perf.md, "Thread runs"); otherwise small one-warp look-back tiles,
+      16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with ``light_steps``,
+      32 x 64 for their 16-bit floats). V-trace takes two-warp 16 x 32 tiles (float64 from 8192
+      environments with ``aligned_rows``: a pipelined 32 x 16 walk). Fewer environments take long
       look-back tiles (16 environments wide, so they look back a window of tiles at a time:
       ``_scan``).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
-                          long_run_tiles, deep_walks)
+                          long_run_tiles, deep_walks, aligned_rows)
     if latest_first and not time_contiguous:
         return replace(config, latest_first=True)
     return config
 
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
-                 light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool) -> LaunchConfig:
+                 light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
+                 aligned_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -138,6 +147,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             block_t = min(t_pow2, 64 if wide_scan else 128)
             block_n = max(1, min((128 if wide_scan else 512) // block_t, n_pow2 // 256))
             return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == 128 else 1)
+        if light_steps and itemsize == 4 and N >= 2048:
+            return LaunchConfig(256, 1, num_warps=2, num_stages=3)
         if N >= (4096 if light_steps else 2048):
             block_t = max(SHUFFLE_BLOCK_TS.get(itemsize, (128,)))  # the longest tile that shuffles
             if pipelined_walks or N < 4096:
@@ -153,7 +164,7 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
-    if N >= 8192 and itemsize <= 4:
+    if N >= 8192 and itemsize <= 4 and aligned_rows:
         if deep_walks and itemsize == 4:
             return LaunchConfig(32 if N >= 16384 else 64, 64, num_warps=4, num_stages=4, thread_runs=True)
         if wide_scan or (successor_rows and itemsize == 4):
@@ -163,7 +174,11 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
     if N >= 512:
         if wide_scan:
-            return LaunchConfig(32, 16, num_warps=2, num_stages=3) if N >= 8192 else LaunchConfig(16, 32, 2, True)
+            walk = N >= 8192 and aligned_rows
+            return LaunchConfig(32, 16, num_warps=2, num_stages=3) if walk else LaunchConfig(16, 32, 2, True)
+        if long_run_tiles and N >= 4096 and itemsize <= 4 and aligned_rows:
+            block_n = 16 if light_steps and itemsize == 4 else 32
+            return LaunchConfig(128, block_n, num_warps=4, num_stages=4, thread_runs=True)
         if itemsize == 4 and not (light_steps and N >= 4096):
             return LaunchConfig(64 if long_run_tiles else 32, 32, num_warps=2, lookback=True, thread_runs=True)
         if light_steps:
@@ -214,10 +229,12 @@ def kernel_traits(estimator: str) -> dict:
             "deep_walks": getattr(module, "DEEP_WALKS", False)}
 
 
-def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int) -> LaunchConfig:
+def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int,
+                     aligned_rows: bool = True) -> LaunchConfig:
     """The block shape ``kernels.<estimator>`` launches with ``config=None``: :func:`choose_config`
     with the :func:`kernel_traits` of its module (the benchmark reports the same)."""
-    return choose_config(T, N, time_contiguous, itemsize=itemsize, **kernel_traits(estimator))
+    return choose_config(T, N, time_contiguous, itemsize=itemsize, aligned_rows=aligned_rows,
+                         **kernel_traits(estimator))
 
 
 def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple,
@@ -226,7 +243,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
 
     ``config=None`` takes the :func:`estimator_config` of the module that defines ``kernel``;
     ``tensors[:3]`` is the first input's ``(tensor, stride_t, stride_n)``, which says whether time
-    is contiguous.
+    is contiguous and whether a tile's rows start a multiple of 16 elements apart (``aligned_rows``).
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``,
@@ -239,7 +256,9 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     time_contiguous = tensors[1] == 1 and N > 1
     itemsize = batch.out_dtype.itemsize
     if config is None:
-        config = estimator_config(kernel.fn.__module__.rpartition(".")[2], T, N, time_contiguous, itemsize)
+        row_stride = tensors[2] if time_contiguous else tensors[1]
+        config = estimator_config(kernel.fn.__module__.rpartition(".")[2], T, N, time_contiguous, itemsize,
+                                  aligned_rows=row_stride % 16 == 0)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1

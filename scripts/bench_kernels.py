@@ -298,8 +298,10 @@ def impl_fn(impl: str, est: str):
 
 
 def default_config(est, N, T, layout, dtype):
-    """The block shape ``kernels.<est>`` chooses for this cell (``estimator_config``)."""
-    return estimator_config(est, T, N, layout == "nt" and N > 1, dtype.itemsize)
+    """The block shape ``kernels.<est>`` chooses for this cell (``estimator_config``; the inputs are
+    contiguous, so a tile's rows lie N apart for ``[T, N]`` and T apart for ``[N, T]``)."""
+    return estimator_config(est, T, N, layout == "nt" and N > 1, dtype.itemsize,
+                            aligned_rows=(T if layout == "nt" else N) % 16 == 0)
 
 
 def launch_config(impl, est, N, T, layout, dtype, device) -> str:

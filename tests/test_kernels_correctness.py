@@ -525,7 +525,7 @@ def test_latest_first_tiles(op_case, layout, walk):
 
 
 @pytest.mark.parametrize("walk", ["one_by_one_lookback", "two_warp_lookback", "windowed_lookback", "pipelined",
-                                  "unpipelined"])
+                                  "deep_four_warp", "unpipelined"])
 @pytest.mark.parametrize("order", ["ascending", "latest_first"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
@@ -533,14 +533,16 @@ def test_thread_run_tiles(op_case, dtype, order, walk):
     """``[T, N]`` tiles whose rows are in thread runs (``LaunchConfig.thread_runs``: each thread
     scans its consecutive steps, then one map per thread crosses threads) give the reference's
     answer: look-back tiles walked back one by one (one warp, and two with warps along time) and by
-    windows, pipelined and unpipelined walks, rows in time order or latest first, with partial
-    tiles in time and environments."""
+    windows, pipelined walks (four warps along time four chunks deep, as from 4096 environments)
+    and unpipelined ones, rows in time order or latest first, with partial tiles in time and
+    environments."""
     from kernels import LaunchConfig, _launch
 
     config = {"one_by_one_lookback": LaunchConfig(16, 32, 1, lookback=True),
               "two_warp_lookback": LaunchConfig(64, 32, 2, lookback=True),
               "windowed_lookback": LaunchConfig(32, 8, 2, lookback=True),
               "pipelined": LaunchConfig(16, 16, 2, num_stages=3),
+              "deep_four_warp": LaunchConfig(128, 16, 4, num_stages=4),
               "unpipelined": LaunchConfig(32, 32, 1)}[walk]
     config = replace(config, thread_runs=True, latest_first=order == "latest_first")
     assert _launch.time_threads(config, dtype.itemsize) > 1  # the rows really are in runs

@@ -78,18 +78,23 @@ def compiled_block_shapes(monkeypatch):
 @pytest.mark.parametrize("estimator", ["eligibility_traces", "episodic_prefix_sum"])
 def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_shapes, estimator):
     """Kernels with ``LIGHT_STEPS`` take one-warp 32 x 32 ``[T, N]`` look-back tiles (32 x 64 for
-    16-bit floats) where the others take 16 x 64 ones (float32 from 4096 environments, where the
-    others take thread-run tiles; 16-bit floats), and 512-step ``[N, T]`` walks where the others take
-    128-step walks of two environments (H200 sweeps)."""
+    16-bit floats) where the others take 16 x 64 ones (float32 from 4096 environments in rows that
+    are not 16-aligned, where the others take thread-run tiles; 16-bit floats), and ``[N, T]`` walks
+    of one environment, 256 steps on two warps for float32 from 2048 environments and 512 on four
+    for 16-bit floats below 4096, where the others take 128-step walks of two environments (H200
+    sweeps)."""
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
-    assert config(estimator, 4096, 4096, False, 4) == LaunchConfig(32, 32, num_warps=1, lookback=True)
-    assert config(estimator, 4096, 4096, False, 2) == LaunchConfig(32, 64, num_warps=1, lookback=True)  # bf16
-    assert config("gae", 4096, 4096, False, 2) == LaunchConfig(16, 64, num_warps=1, lookback=True, latest_first=True)
+    assert config(estimator, 4096, 4100, False, 4, aligned_rows=False) == LaunchConfig(32, 32, 1, lookback=True)
+    assert config(estimator, 4096, 4100, False, 2, aligned_rows=False) == LaunchConfig(32, 64, 1, lookback=True)
+    assert config("gae", 4096, 4100, False, 2, aligned_rows=False) == LaunchConfig(
+        16, 64, num_warps=1, lookback=True, latest_first=True)
     assert config("gae", 2048, 2048, True, 4) == LaunchConfig(128, 2, num_warps=2, num_stages=3)
-    assert config(estimator, 2048, 2048, True, 4) == LaunchConfig(512, 1, num_warps=4, num_stages=3)
-    assert config(estimator, 1024, 4096, True, 4) == config("gae", 1024, 4096, True, 4)  # same below 2048
+    for N in (2048, 8192):
+        assert config(estimator, 2048, N, True, 4) == LaunchConfig(256, 1, num_warps=2, num_stages=3)
+    assert config(estimator, 2048, 2048, True, 2) == LaunchConfig(512, 1, num_warps=4, num_stages=3)
+    assert config(estimator, 4096, 1024, True, 4) == config("gae", 4096, 1024, True, 4)  # same below 2048
 
 
 ESTIMATORS = ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "linear_scan", "eligibility_traces",
@@ -145,20 +150,23 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
 def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator):
     """From 512 to 8191 environments, float32 ``[T, N]`` sequences longer than one chunk take
     two-warp look-back tiles in thread runs: 64 x 32 for kernels with ``LONG_RUN_TILES``, 32 x 32
-    otherwise; V-trace keeps its 16 x 32 tiles, and the light kernels their one-warp tiles from
-    4096 environments (H200 before-and-after runs). 16-bit and 64-bit floats keep their tiles."""
+    otherwise; V-trace keeps its 16 x 32 tiles (and the light kernels, in rows that are not
+    16-aligned, their one-warp tiles from 4096 environments; H200 before-and-after runs). 16-bit
+    and 64-bit floats keep their tiles. ``LONG_RUN_TILES`` kernels walk from 4096 environments."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
     reverse = estimator not in FORWARD_ONLY
     for N, T in [(512, 8192), (1024, 4096), (2048, 2048), (4096, 4096), (6000, 1000)]:
         c = config(estimator, T, N, False, 4)
-        if traits["wide_scan"] or (traits["light_steps"] and N >= 4096):
+        if traits["long_run_tiles"] and N >= 4096:
+            assert not c.lookback, (N, T, c)  # walks (test_long_run_kernels_walk_from_4096_environments)
+        elif traits["wide_scan"] or (traits["light_steps"] and N >= 4096):
             assert not c.thread_runs, (N, T, c)
         else:
             block_t = 64 if traits["long_run_tiles"] else 32
             assert c == LaunchConfig(block_t, 32, 2, lookback=True, latest_first=reverse, thread_runs=True), (N, T)
-        for itemsize in (2, 8):
+        for itemsize in (2, 8) if not (traits["long_run_tiles"] and N >= 4096) else (8,):
             assert not config(estimator, T, N, False, itemsize).thread_runs
 
 
@@ -175,6 +183,64 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
     kernel = next(v for k, v in vars(module).items() if k.startswith("_") and k.endswith("_kernel"))
     loads_successors = "_scan.successor_rows(" in inspect.getsource(kernel.fn)
     assert _launch.kernel_traits(estimator)["successor_rows"] == loads_successors
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_long_run_kernels_walk_from_4096_environments(compiled_block_shapes, estimator):
+    """From 4096 to 8191 environments, the kernels with ``LONG_RUN_TILES`` walk ``[T, N]`` sequences
+    longer than one chunk four chunks deep in 128-step thread-run tiles on four warps, 32
+    environments wide (16 for the light kernels' float32), in 16-bit and 32-bit floats; the others,
+    and float64, keep their look-back tiles (H200 sweeps)."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    for N, T in [(4096, 4096), (6000, 1000), (8176, 300)]:
+        for itemsize in (4, 2):
+            c = config(estimator, T, N, False, itemsize)
+            if traits["long_run_tiles"]:
+                block_n = 16 if traits["light_steps"] and itemsize == 4 else 32
+                assert c == LaunchConfig(128, block_n, 4, num_stages=4, latest_first=c.latest_first,
+                                         thread_runs=True), (N, T, itemsize)
+            else:
+                assert c.lookback, (N, T, itemsize, c)
+        assert config(estimator, T, N, False, 8).lookback
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_rows_that_are_not_16_aligned_take_look_back_tiles(compiled_block_shapes, estimator):
+    """Where a ``[T, N]`` tile's rows do not start a multiple of 16 elements apart, Triton cannot
+    vectorize the loads and the pipelined walks ran 3-5x slower than look-back tiles (H200, N = 8193
+    and 8200): every estimator takes look-back tiles there, in 16-bit and 32-bit floats."""
+    config = compiled_block_shapes.estimator_config
+    for N, T in [(8200, 2048), (40000, 1000), (4100, 4096)]:
+        for itemsize in (4, 2):
+            assert config(estimator, T, N, False, itemsize, aligned_rows=False).lookback, (N, T, itemsize)
+    assert not config(estimator, 2048, 8192, False, 4).lookback  # the aligned neighbour walks
+
+
+@pytest.mark.parametrize("time_dim, width, aligned", [(0, 32, True), (0, 40, False), (1, 48, True), (1, 40, False)])
+def test_the_launch_tells_the_chooser_whether_rows_are_16_aligned(monkeypatch, time_dim, width, aligned):
+    """``launch`` passes ``aligned_rows`` from the first input's row stride (N for contiguous
+    ``[T, N]``, T for ``[N, T]``; a slice keeps its parent's stride)."""
+    import torch
+
+    import kernels
+    from kernels import _launch
+
+    seen = []
+
+    def spy(estimator, T, N, time_contiguous, itemsize, aligned_rows=True):
+        seen.append(aligned_rows)
+        return _launch.choose_config(T, N, time_contiguous, itemsize=itemsize, aligned_rows=aligned_rows,
+                                     **_launch.kernel_traits(estimator))
+
+    monkeypatch.setattr(_launch, "estimator_config", spy)
+    g = torch.Generator().manual_seed(0)
+    alpha, beta = torch.randn(width, width, generator=g), torch.rand(width, width, generator=g)
+    kernels.linear_scan(alpha, beta, time_dim=time_dim)
+    sliced = (slice(None), slice(0, 16)) if time_dim == 0 else (slice(0, 16), slice(None))
+    kernels.linear_scan(alpha[:, :16] if time_dim == 0 else alpha[:16], beta[sliced], time_dim=time_dim)
+    assert seen == [aligned, aligned]
 
 
 def test_deep_walks_are_the_measured_kernels():

@@ -13,6 +13,10 @@ default, interleaved rounds in one process, every output checked against the flo
 * ``explore`` (`explore.log`): narrow `[T, N]` walks four chunks deep at 4096 x 4096 and 2048 x 2048,
   `[N, T]` walks and look-back tiles of one environment there, and more shapes at 512 steps from 8192
   environments (against ``default``, the new block shape);
+* ``narrow`` (`narrow.log`): `linear_scan`, the light kernels and V-trace in narrow `[T, N]` walks
+  four and six chunks deep from 1024 to 8191 environments; `[N, T]` walks of one environment;
+* ``check`` (`check.log`): environment counts that are not multiples of 16 (walks against look-back
+  tiles), and 16-bit floats in the narrow shapes;
 * ``after`` (`after.log`): the estimators' own block shape (``config=None``) against ``before``, the
   eighth session's, on the ``grid`` cells.
 
@@ -119,12 +123,48 @@ def plan_explore():
     return jobs
 
 
+def plan_narrow():
+    jobs = []
+    for N, T in [(1024, 4096), (2048, 2048), (2048, 8192), (4096, 1024), (4096, 2048), (4096, 4096), (6000, 1000),
+                 (8191, 4096)]:
+        for est in ("linear_scan", "eligibility_traces", "episodic_prefix_sum", "vtrace"):
+            labels = ["before"] + [s + runs(est) for s in
+                                   ("128x16w4+4stages", "256x16w4+4stages", "128x16w4+6stages", "128x8w2+4stages",
+                                    "256x8w4+4stages", "128x32w4+4stages", "64x16w1+4stages", "128x16w8+4stages")]
+            jobs += [(est, N, T, "tn", "f32", label) for label in labels]
+    for N, T in [(2048, 2048), (2048, 8192), (4096, 1024), (4096, 4096), (8192, 4096)]:
+        for est in FORWARD_ONLY:
+            jobs += [(est, N, T, "nt", "f32", label) for label in ("before", "256x1w2+3stages", "256x1w2+4stages")]
+        for est in ("linear_scan", "lambda_returns", "discounted_returns"):
+            jobs += [(est, N, T, "nt", "f32", label) for label in ("before", "128x1w1+3stages", "128x1w1")]
+    return jobs
+
+
+def plan_check():
+    jobs = []
+    for N in (8193, 8200, 4100, 5000):
+        for est in ("gae", "vtrace", "retrace", "lambda_returns", "linear_scan", "eligibility_traces"):
+            order = "" if est in FORWARD_ONLY else "+latest"
+            labels = ["default", "32x32w2+lookback" + runs(est), "16x64w1+lookback" + order, "32x32w1+lookback" + order,
+                      "128x16w4+4stages" + runs(est), "128x32w4+4stages" + runs(est)]
+            jobs += [(est, N, 2048, "tn", "f32", label) for label in labels]
+    for N, T in [(2048, 2048), (4096, 4096), (8192, 4096)]:
+        for est in FORWARD_ONLY:
+            jobs += [(est, N, T, "nt", "bf16", label) for label in ("before", "256x1w2+3stages", "512x1w4+3stages")]
+    for N, T in [(4096, 4096), (4096, 2048), (6000, 1000)]:
+        for est in ("linear_scan", "eligibility_traces", "episodic_prefix_sum"):
+            jobs += [(est, N, T, "tn", "bf16", label)
+                     for label in ("before", "128x16w4+4stages" + runs(est), "128x32w4+4stages" + runs(est))]
+    return jobs
+
+
 def plan_after():
     return [(est, N, T, "tn", "f32", label) for N, T in GRID for est in ("gae",) + FORWARD_ONLY
             for label in ("default", "before")]
 
 
 JOBS = {"shapes": plan_shapes, "grid": plan_grid, "short": plan_short, "explore": plan_explore,
+        "narrow": plan_narrow, "check": plan_check,
         "after": plan_after}[PLAN]()
 
 
