@@ -223,6 +223,7 @@ def test_the_launch_tells_the_chooser_whether_rows_are_16_aligned(monkeypatch, t
     """``launch`` passes ``aligned_rows`` from the first input's row stride (N for contiguous
     ``[T, N]``, T for ``[N, T]``; a slice keeps its parent's stride)."""
     import torch
+    from conftest import DEVICE
 
     import kernels
     from kernels import _launch
@@ -235,11 +236,13 @@ def test_the_launch_tells_the_chooser_whether_rows_are_16_aligned(monkeypatch, t
                                      **_launch.kernel_traits(estimator))
 
     monkeypatch.setattr(_launch, "estimator_config", spy)
+    kernels.linear_scan.plans.clear()  # no replayed plan (GPU): every call launches
     g = torch.Generator().manual_seed(0)
-    alpha, beta = torch.randn(width, width, generator=g), torch.rand(width, width, generator=g)
+    alpha = torch.randn(width, width, generator=g).to(DEVICE)
+    beta = torch.rand(width, width, generator=g).to(DEVICE)
     kernels.linear_scan(alpha, beta, time_dim=time_dim)
-    sliced = (slice(None), slice(0, 16)) if time_dim == 0 else (slice(0, 16), slice(None))
-    kernels.linear_scan(alpha[:, :16] if time_dim == 0 else alpha[:16], beta[sliced], time_dim=time_dim)
+    sixteen_envs = (slice(None), slice(0, 16)) if time_dim == 0 else (slice(0, 16), slice(None))
+    kernels.linear_scan(alpha[sixteen_envs], beta[sixteen_envs], time_dim=time_dim)
     assert seen == [aligned, aligned]
 
 
