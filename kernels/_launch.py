@@ -88,14 +88,15 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     for the light kernels"); ``latest_first`` for kernels with reverse walks, whose ``[T, N]`` tiles
     then hold their steps latest first (``LaunchConfig.latest_first``; docs/perf.md, "Tiles latest
     first"); ``successor_rows`` for kernels that also load each step's successor (a second tile one
-    step later: GAE, V-trace, Retrace), whose longer walk tiles spill registers; ``long_run_tiles``
-    for kernels whose float32 look-back tiles in thread runs measured faster 64 steps long than 32
-    (``linear_scan``, eligibility traces, episodic sums); ``deep_walks`` for kernels whose float32
-    ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles (GAE,
-    eligibility traces, episodic sums); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
+    step later: GAE, V-trace, Retrace), whose longer walk tiles spill registers (unless
+    ``deep_walks``); ``long_run_tiles`` for kernels whose float32 look-back tiles in thread runs
+    measured faster 64 steps long than 32, and whose walks from 4096 environments beat look-back
+    tiles (``linear_scan``, eligibility traces, episodic sums); ``deep_walks`` for kernels whose
+    float32 ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles
+    (GAE, eligibility traces, episodic sums); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
     start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
-    cannot vectorize the loads, and the pipelined walks below ran 3-5x slower than look-back tiles
-    (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
+    cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
+    tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
@@ -232,7 +233,8 @@ def kernel_traits(estimator: str) -> dict:
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int,
                      aligned_rows: bool = True) -> LaunchConfig:
     """The block shape ``kernels.<estimator>`` launches with ``config=None``: :func:`choose_config`
-    with the :func:`kernel_traits` of its module (the benchmark reports the same)."""
+    with the :func:`kernel_traits` of its module (the benchmark reports the same); ``launch``
+    derives ``aligned_rows`` from the first input's row stride."""
     return choose_config(T, N, time_contiguous, itemsize=itemsize, aligned_rows=aligned_rows,
                          **kernel_traits(estimator))
 

@@ -24,7 +24,8 @@ BOUNDARIES = ("ends_at", "starts_at")
 
 # One float and one flag in, one float out per step: longer tiles to more environments (_launch.choose_config).
 LIGHT_STEPS = True
-# Float32 [T, N] look-back tiles in thread runs: 64 steps long, not 32 (_launch.choose_config).
+# Float32 [T, N] look-back tiles in thread runs 64 steps long, not 32; from 4096 environments,
+# four-warp walks of 128 steps instead (_launch.choose_config).
 LONG_RUN_TILES = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
 DEEP_WALKS = True

@@ -27,7 +27,7 @@ from kernels._triton import runs_triton, tl
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
 # Each step's successor is loaded too (a second tile one step later): smaller walk tiles
-# (_launch.choose_config).
+# (_launch.choose_config), except where DEEP_WALKS decides.
 SUCCESSOR_ROWS = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
 DEEP_WALKS = True

@@ -23,7 +23,8 @@ from kernels._triton import runs_triton, tl, triton
 PIPELINED_WALKS = False
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
-# Float32 [T, N] look-back tiles in thread runs: 64 steps long, not 32 (_launch.choose_config).
+# Float32 [T, N] look-back tiles in thread runs 64 steps long, not 32; from 4096 environments,
+# four-warp walks of 128 steps instead (_launch.choose_config).
 LONG_RUN_TILES = True
 
 
