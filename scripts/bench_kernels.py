@@ -183,6 +183,23 @@ def rel_err(outs, refs, k, layout) -> float:
     return worst
 
 
+def checked_default_time(est: str, N: int, T: int, layout: str, dtype_name: str, warmup_ms: float, rep_ms: float,
+                         device="cuda", check_envs: int = 64) -> tuple[float, float, int]:
+    """``kernels.<est>`` with its own block shape on fresh inputs of one cell: checked against the
+    float64 reference first (raises if wrong), then timed. ``(us, rel_err, bytes)``; for
+    before-and-after runs that put another checkout of ``kernels`` first on the path."""
+    dtype = DTYPES[dtype_name]
+    args, kw = make_inputs(est, N, T, layout, dtype, device, 0)
+    fn = getattr(kernels, est)
+    refs = reference_outputs(est, args, kw, layout, check_envs, 16384, device)
+    out = fn(*args, **kw)
+    sync(device)
+    err = rel_err(out if isinstance(out, tuple) else (out,), refs[0], refs[1], layout)
+    if not err <= TOL[dtype_name]:
+        raise AssertionError(f"{est} {N}x{T} {layout} {dtype_name}: relative error {err:.1e} over {TOL[dtype_name]}")
+    return time_us(lambda: fn(*args, **kw), device, warmup_ms, rep_ms), err, cell_bytes(est, N, T, dtype)
+
+
 # --------------------------------------------------------------------------- #
 # timing
 # --------------------------------------------------------------------------- #

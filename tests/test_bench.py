@@ -126,3 +126,16 @@ def test_render_rewrites_the_tables_of_a_finished_run(tmp_path):
     assert "| 4096x128 | tn | f32 | 30.0 | 40.0 |" in md and "| 4.0x |" in md
     with open(tmp_path / "results.csv") as f:
         assert float(next(csv.DictReader(f))["graph_speedup_vs_sequential"]) == pytest.approx(4.0)
+
+
+def test_checked_default_time_checks_before_it_times(monkeypatch):
+    """``checked_default_time`` (the before-and-after scripts' cell) returns the time, the relative
+    error and the cell's bytes of a correct estimator, and refuses to time a wrong one."""
+    import kernels
+
+    us, err, nbytes = B.checked_default_time("linear_scan", 6, 20, "tn", "f32", 1, 5, device="cpu")
+    assert us > 0 and err < 1e-6 and nbytes == B.cell_bytes("linear_scan", 6, 20, B.DTYPES["f32"])
+    right = kernels.linear_scan
+    monkeypatch.setattr(kernels, "linear_scan", lambda *a, **k: right(*a, **k) * 1.01)
+    with pytest.raises(AssertionError, match="linear_scan 6x20 tn f32: relative error"):
+        B.checked_default_time("linear_scan", 6, 20, "tn", "f32", 1, 5, device="cpu")

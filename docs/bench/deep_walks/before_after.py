@@ -14,7 +14,6 @@ import torch
 
 sys.path.append("scripts")
 import bench_kernels as B  # noqa: E402
-import kernels  # noqa: E402
 
 TAG = sys.argv[1]
 ALL = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "linear_scan", "eligibility_traces",
@@ -28,17 +27,7 @@ CELLS += [(e, 8200, 2048, "tn", "f32") for e in ALL] + [(e, 8200, 2048, "tn", "b
 copy = B.copy_bandwidth("cuda", 2 * 2**30, 5, 20)
 print(f"{TAG} copy {copy:.0f} GB/s", flush=True)
 for est, N, T, layout, dname in CELLS:
-    dtype = B.DTYPES[dname]
-    args, kw = B.make_inputs(est, N, T, layout, dtype, "cuda", 0)
-    fn = getattr(kernels, est)
-    refs = B.reference_outputs(est, args, kw, layout, 64, 16384, "cuda")
-    out = fn(*args, **kw)
-    torch.cuda.synchronize()
-    err = B.rel_err(out if isinstance(out, tuple) else (out,), refs[0], refs[1], layout)
-    assert err < (1e-4 if dname == "f32" else 2e-2), (est, N, T, layout, dname, err)
-    nbytes = B.cell_bytes(est, N, T, dtype)
-    us = B.time_us(lambda: fn(*args, **kw), "cuda", 10, 50)
+    us, err, nbytes = B.checked_default_time(est, N, T, layout, dname, 10, 50)
     print(f"{TAG} {est} {N}x{T} {layout} {dname} {us:.1f} us {nbytes / (us * 1e3) / copy:.0%} err {err:.1e}",
           flush=True)
-    del args, kw
     torch.cuda.empty_cache()
