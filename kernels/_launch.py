@@ -230,6 +230,13 @@ def kernel_traits(estimator: str) -> dict:
             "deep_walks": getattr(module, "DEEP_WALKS", False)}
 
 
+def rows_are_aligned(row_stride: int) -> bool:
+    """Whether a tile's rows start a multiple of 16 elements apart (``choose_config``'s
+    ``aligned_rows``): Triton specializes integer arguments divisible by 16, and only then knows it
+    may load a row's elements as vectors."""
+    return row_stride % 16 == 0
+
+
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int,
                      aligned_rows: bool = True) -> LaunchConfig:
     """The block shape ``kernels.<estimator>`` launches with ``config=None``: :func:`choose_config`
@@ -260,7 +267,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     if config is None:
         row_stride = tensors[2] if time_contiguous else tensors[1]
         config = estimator_config(kernel.fn.__module__.rpartition(".")[2], T, N, time_contiguous, itemsize,
-                                  aligned_rows=row_stride % 16 == 0)
+                                  aligned_rows=rows_are_aligned(row_stride))
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1

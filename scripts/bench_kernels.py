@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
 
 import kernels  # noqa: E402
 from kernels import reference as R  # noqa: E402
-from kernels._launch import LaunchConfig, estimator_config  # noqa: E402
+from kernels._launch import LaunchConfig, estimator_config, rows_are_aligned  # noqa: E402
 from kernels._triton import runs_triton, triton  # noqa: E402
 from kernels.backends import get_backend  # noqa: E402
 
@@ -318,7 +318,7 @@ def default_config(est, N, T, layout, dtype):
     """The block shape ``kernels.<est>`` chooses for this cell (``estimator_config``; the inputs are
     contiguous, so a tile's rows lie N apart for ``[T, N]`` and T apart for ``[N, T]``)."""
     return estimator_config(est, T, N, layout == "nt" and N > 1, dtype.itemsize,
-                            aligned_rows=(T if layout == "nt" else N) % 16 == 0)
+                            aligned_rows=rows_are_aligned(T if layout == "nt" else N))
 
 
 def launch_config(impl, est, N, T, layout, dtype, device) -> str:

@@ -228,12 +228,11 @@ def test_the_launch_tells_the_chooser_whether_rows_are_16_aligned(monkeypatch, t
     import kernels
     from kernels import _launch
 
-    seen = []
+    seen, chooser = [], _launch.estimator_config
 
     def spy(estimator, T, N, time_contiguous, itemsize, aligned_rows=True):
         seen.append(aligned_rows)
-        return _launch.choose_config(T, N, time_contiguous, itemsize=itemsize, aligned_rows=aligned_rows,
-                                     **_launch.kernel_traits(estimator))
+        return chooser(estimator, T, N, time_contiguous, itemsize, aligned_rows=aligned_rows)
 
     monkeypatch.setattr(_launch, "estimator_config", spy)
     kernels.linear_scan.plans.clear()  # no replayed plan (GPU): every call launches
