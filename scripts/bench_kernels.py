@@ -43,7 +43,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -198,6 +198,37 @@ def checked_default_time(est: str, N: int, T: int, layout: str, dtype_name: str,
     if not err <= TOL[dtype_name]:
         raise AssertionError(f"{est} {N}x{T} {layout} {dtype_name}: relative error {err:.1e} over {TOL[dtype_name]}")
     return time_us(lambda: fn(*args, **kw), device, warmup_ms, rep_ms), err, cell_bytes(est, N, T, dtype)
+
+
+def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name: str, rounds: int,
+                  warmup_ms: float, rep_ms: float, device="cuda", check_envs: int = 64,
+                  prepare: Optional[Callable] = None, timer: Optional[Callable] = None) -> dict:
+    """Interleaved timings of several implementations of one cell, on the same inputs: ``calls``
+    maps a label to ``f(args, kwargs) -> outputs`` (``kernels.<est>``'s inputs and outputs, e.g.
+    one block shape, or another library behind an adapter). Each round checks every call against
+    the float64 reference, then times it. ``{label: [us, or "WRONG <err>" / "FAIL <error>", ...]}``:
+    a wrong or failing call is recorded, never timed; the others still are (for sweeps).
+    ``prepare(args, kwargs) -> (args, kwargs)`` changes the random inputs first (e.g. drops one);
+    ``timer(fn) -> us`` replaces ``time_us`` (e.g. ``graph_us`` for short cells)."""
+    args, kw = make_inputs(est, N, T, layout, DTYPES[dtype_name], device, 0)
+    if prepare is not None:
+        args, kw = prepare(args, kw)
+    refs = reference_outputs(est, args, kw, layout, check_envs, 16384, device)
+    times = {label: [] for label in calls}
+    for _ in range(rounds):
+        for label, call in calls.items():
+            try:
+                out = call(args, kw)
+                sync(device)
+                err = rel_err(out if isinstance(out, tuple) else (out,), refs[0], refs[1], layout)
+                if not err <= TOL[dtype_name]:
+                    times[label].append(f"WRONG {err:.1e}")
+                    continue
+                fn = lambda: call(args, kw)  # noqa: E731
+                times[label].append(timer(fn) if timer else time_us(fn, device, warmup_ms, rep_ms))
+            except Exception as exc:  # noqa: BLE001 - e.g. a block shape over the shared memory
+                times[label].append(f"FAIL {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
+    return times
 
 
 # --------------------------------------------------------------------------- #

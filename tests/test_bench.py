@@ -139,3 +139,20 @@ def test_checked_default_time_checks_before_it_times(monkeypatch):
     monkeypatch.setattr(kernels, "linear_scan", lambda *a, **k: right(*a, **k) * 1.01)
     with pytest.raises(AssertionError, match="linear_scan 6x20 tn f32: relative error"):
         B.checked_default_time("linear_scan", 6, 20, "tn", "f32", 1, 5, device="cpu")
+
+
+def test_checked_times_times_right_calls_and_records_wrong_and_failing_ones():
+    """``checked_times`` (the sweeps' cell) times every call that matches the float64 reference, in
+    each round, and records a wrong or failing call instead of timing it."""
+    import kernels
+
+    def boom(args, kw):
+        raise ValueError("no such block shape")
+
+    calls = {"right": lambda a, k: kernels.linear_scan(*a, **k),
+             "wrong": lambda a, k: kernels.linear_scan(*a, **k) * 1.01,
+             "failing": boom}
+    times = B.checked_times(calls, "linear_scan", 6, 20, "tn", "f32", 2, 1, 5, device="cpu")
+    assert len(times["right"]) == 2 and all(isinstance(t, float) and t > 0 for t in times["right"])
+    assert times["wrong"] == ["WRONG 1.0e-02"] * 2
+    assert times["failing"] == ["FAIL ValueError: no such block shape"] * 2
