@@ -73,12 +73,13 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
-                  aligned_rows: bool = True) -> LaunchConfig:
+                  one_env_walks: bool = False, aligned_rows: bool = True) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
     ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis); ``wide_scan``
-    for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles;
+    for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles
+    (except ``[N, T]`` rows of 128 steps, where the kernel takes the extra values by shuffles);
     ``itemsize`` the byte size of the float inputs; ``pipelined_walks`` false for kernels whose long
     ``[N, T]`` walks over many environments ran faster unpipelined (lambda returns, discounted
     returns, ``linear_scan``: from 4096 environments, f32 and bf16; docs/perf.md, "Profiles and
@@ -93,19 +94,25 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     measured faster 64 steps long than 32, and whose walks from 4096 environments beat look-back
     tiles (``linear_scan``, eligibility traces, episodic sums); ``deep_walks`` for kernels whose
     float32 ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles
-    (GAE, eligibility traces, episodic sums); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
+    (GAE, eligibility traces, episodic sums); ``one_env_walks`` for kernels whose float32 ``[N, T]``
+    walks below 4096 environments measured faster one environment per one-warp program, four chunks
+    deep (``linear_scan``; docs/perf.md, "Odd lengths"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
     start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
-      one warp per environment in 128-step rows (whose steps then exchange values by shuffles).
+      one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
+      with ``wide_scan``, 128-step rows from 128 steps on (16- and 32-bit floats), one environment
+      per program from 2^20 elements.
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
       for 16-bit floats) from 2048 environments up (float32 with ``light_steps``: 1 environment x
       256 steps on two warps; 16-bit floats with ``light_steps``: from 4096; without
       ``pipelined_walks``, from 4096 environments: one environment per one-warp program,
-      unpipelined), one environment x 512 steps from 512; fewer environments walk long
+      unpipelined; float32 with ``one_env_walks``, from 1024 to 4095 environments: one environment
+      per one-warp program, four chunks deep; float32 with ``wide_scan``, from 2048: one environment
+      per one-warp program, three chunks deep), one environment x 512 steps from 512; fewer environments walk long
       unpipelined chunks, and few environments with long sequences use look-back tiles of one
       environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
@@ -129,7 +136,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
-                          long_run_tiles, deep_walks, aligned_rows)
+                          long_run_tiles, deep_walks, one_env_walks, aligned_rows)
     if latest_first and not time_contiguous:
         return replace(config, latest_first=True)
     return config
@@ -137,7 +144,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
-                 aligned_rows: bool) -> LaunchConfig:
+                 one_env_walks: bool, aligned_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -145,11 +152,18 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(min(128, t_pow2), min(64, n_pow2), lookback=True)
     if time_contiguous:
         if T <= 256:  # tiles of ~512 elements (~128 for V-trace), and at least ~256 programs
+            if wide_scan and itemsize <= 4 and t_pow2 >= 128:  # y_{t+1} by shuffles in 128-step tiles
+                block_n = 1 if N * t_pow2 >= 2**20 else max(1, min(4, n_pow2 // 256))
+                return LaunchConfig(128, block_n, num_warps=block_n)
             block_t = min(t_pow2, 64 if wide_scan else 128)
             block_n = max(1, min((128 if wide_scan else 512) // block_t, n_pow2 // 256))
             return LaunchConfig(block_t, block_n, num_warps=block_n if block_t == 128 else 1)
         if light_steps and itemsize == 4 and N >= 2048:
             return LaunchConfig(256, 1, num_warps=2, num_stages=3)
+        if one_env_walks and itemsize == 4 and 1024 <= N < 4096:
+            return LaunchConfig(128, 1, num_warps=1, num_stages=4)
+        if wide_scan and itemsize == 4 and N >= 2048:
+            return LaunchConfig(128, 1, num_warps=1, num_stages=3)
         if N >= (4096 if light_steps else 2048):
             block_t = max(SHUFFLE_BLOCK_TS.get(itemsize, (128,)))  # the longest tile that shuffles
             if pipelined_walks or N < 4096:
@@ -218,7 +232,8 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
-    ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES`` and ``DEEP_WALKS`` (default false).
+    ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS`` and ``ONE_ENV_WALKS``
+    (default false).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -227,7 +242,8 @@ def kernel_traits(estimator: str) -> dict:
             "latest_first": getattr(module, "LATEST_FIRST", False),
             "successor_rows": getattr(module, "SUCCESSOR_ROWS", False),
             "long_run_tiles": getattr(module, "LONG_RUN_TILES", False),
-            "deep_walks": getattr(module, "DEEP_WALKS", False)}
+            "deep_walks": getattr(module, "DEEP_WALKS", False),
+            "one_env_walks": getattr(module, "ONE_ENV_WALKS", False)}
 
 
 def rows_are_aligned(row_stride: int) -> bool:

@@ -190,13 +190,19 @@ def successor_rows(
     the shifted tile is loaded (``x`` is then unused, and its load can be dropped by the compiler).
     """
     if SHUFFLE_TIME:
-        rows = tl.arange(0, BLOCK_T)
         after = chunk_start(chunk, num_chunks, BLOCK_T, True) + BLOCK_T
         after_ok = n_ok & (tl.zeros_like(n) + after < T)
-        edge = load_env(ptr + wide(after) * stride_t, n, stride_n, after_ok, DTYPE)
-        down = tl.gather(x, tl.minimum(rows + 1, BLOCK_T - 1)[:, None] + tl.zeros_like(x).to(tl.int32), 0)
-        return tl.where(rows[:, None] == BLOCK_T - 1, edge[None, :], down)
+        return rows_up(x, load_env(ptr + wide(after) * stride_t, n, stride_n, after_ok, DTYPE), BLOCK_T)
     return load_tile(ptr, t + 1, n, stride_t, stride_n, (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
+
+
+@triton.jit
+def rows_up(x, edge, BLOCK_T: tl.constexpr):
+    """Tile ``x`` moved up one row: row ``i`` holds ``x[i + 1]``, the last row ``edge``. Warp
+    shuffles where the tile's time axis lies in one warp (``SHUFFLE_TIME``)."""
+    rows = tl.arange(0, BLOCK_T)
+    down = tl.gather(x, tl.minimum(rows + 1, BLOCK_T - 1)[:, None] + tl.zeros_like(x).to(tl.int32), 0)
+    return tl.where(rows[:, None] == BLOCK_T - 1, edge[None, :], down)
 
 
 @triton.jit
@@ -576,8 +582,15 @@ def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOC
                          BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr,
                          LATEST_FIRST: tl.constexpr, TIME_THREADS: tl.constexpr):
     """Reverse ``scan_chunk`` (rows ``chunk_rows(..., True, LATEST_FIRST, TIME_THREADS)``) that also
-    returns ``y_{t+1}`` for every row (the carry at the chunk end)."""
+    returns ``y_{t+1}`` for every row (the carry at the chunk end). Where the tile's time lies in
+    one warp (``SHUFFLE_TIME``, rows in time order) ``y_{t+1}`` is ``y`` moved up one row by warp
+    shuffles; otherwise the scan carries each row's predecessor map too (four values, not two)."""
     backward: tl.constexpr = not LATEST_FIRST
+    if SHUFFLE_TIME:
+        A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=backward)
+        y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
+                                           LOOKBACK, SHUFFLE_TIME)
+        return y, rows_up(y, carry, BLOCK_T), carry_out
     if TIME_THREADS > 1:
         A, B, E, F = scan_thread_runs_with_previous(alpha, beta, backward, TIME_THREADS)
     else:

@@ -26,6 +26,9 @@ LATEST_FIRST = True
 # Float32 [T, N] look-back tiles in thread runs 64 steps long, not 32; from 4096 environments,
 # four-warp walks of 128 steps instead (_launch.choose_config).
 LONG_RUN_TILES = True
+# Float32 [N, T] walks from 1024 to 4095 environments: one environment per one-warp program, four
+# chunks deep (_launch.choose_config).
+ONE_ENV_WALKS = True
 
 
 @triton.jit

@@ -27,7 +27,9 @@ from kernels._replay import replayable
 from kernels._triton import runs_triton, tl
 
 
-WIDE_SCAN = True  # the kernel scans four values per step (x and x_{t+1}): smaller tiles (_launch.choose_config)
+# The kernel scans four values per step (x and x_{t+1}), except in tiles whose time lies in one warp,
+# where x_{t+1} comes by shuffles: smaller tiles, and [N, T] rows of 128 steps (_launch.choose_config).
+WIDE_SCAN = True
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True

@@ -252,3 +252,45 @@ def test_deep_walks_are_the_measured_kernels():
 
     deep = {e for e in ESTIMATORS if _launch.kernel_traits(e)["deep_walks"]}
     assert deep == {"gae", "eligibility_traces", "episodic_prefix_sum"}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_one_env_walks_below_4096_environments(compiled_block_shapes, estimator):
+    """Kernels with ``ONE_ENV_WALKS`` walk float32 ``[N, T]`` rows longer than one chunk one
+    environment per one-warp program, four chunks deep, from 1024 to 4095 environments (H200:
+    ``linear_scan`` 2048 x 8192 73.0 -> 57.6 us); 16-bit floats, other counts and the other kernels
+    keep their block shapes."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    walk = LaunchConfig(128, 1, num_warps=1, num_stages=4)
+    for N, T in [(1024, 4096), (2048, 8192), (3008, 4096), (4095, 512)]:
+        assert (config(estimator, T, N, True, 4) == walk) == traits["one_env_walks"], (N, T)
+        assert config(estimator, T, N, True, 2) != walk
+        assert config(estimator, T, N, False, 4) != walk
+    for N, T in [(1023, 4096), (4096, 4096), (2048, 256)]:
+        assert config(estimator, T, N, True, 4) != walk, (N, T)
+    assert {e for e in ESTIMATORS if compiled_block_shapes.kernel_traits(e)["one_env_walks"]} == {"linear_scan"}
+
+
+def test_vtrace_rows_take_their_successors_by_shuffles(compiled_block_shapes):
+    """V-trace's ``[N, T]`` tiles whose time lies in one warp take ``x_{t+1}`` by shuffles, not by a
+    four-value scan, so it takes 128-step rows like the other kernels: of up to 256 steps, four
+    environments on four warps below 2^20 elements (fewer below 1024 environments), one on one warp
+    from there; longer float32 rows from 2048 environments walk one environment per one-warp
+    program, three chunks deep (H200 sweeps). Shorter rows and float64 keep their tiles."""
+    from kernels import LaunchConfig
+
+    config = compiled_block_shapes.estimator_config
+    for itemsize in (4, 2):
+        assert config("vtrace", 128, 2048, True, itemsize) == LaunchConfig(128, 4, num_warps=4)
+        assert config("vtrace", 128, 512, True, itemsize) == LaunchConfig(128, 2, num_warps=2)
+        for N, T in [(8192, 128), (32768, 128), (4096, 256), (4096, 200)]:
+            assert config("vtrace", T, N, True, itemsize) == LaunchConfig(128, 1, num_warps=1), (N, T)
+        assert config("vtrace", 64, 4096, True, itemsize).block_t == 64
+    assert config("vtrace", 128, 4096, True, 8).block_t == 64
+    walk = LaunchConfig(128, 1, num_warps=1, num_stages=3)
+    for N, T in [(2048, 2048), (4096, 4096), (8192, 4096), (2048, 2050)]:
+        assert config("vtrace", T, N, True, 4) == walk, (N, T)
+        assert config("vtrace", T, N, True, 2) != walk
+    assert config("vtrace", 4096, 1024, True, 4) != walk
