@@ -96,15 +96,16 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     float32 ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles
     (GAE, eligibility traces, episodic sums); ``one_env_walks`` for kernels whose float32 ``[N, T]``
     walks below 4096 environments measured faster one environment per one-warp program, four chunks
-    deep (``linear_scan``; docs/perf.md, "Odd lengths"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
-    start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
-    cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
-    tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
+    deep (``linear_scan``; docs/perf.md, "Odd lengths"); ``aligned_rows`` false when the rows of a
+    ``[T, N]`` tile start a number of elements apart that is not a multiple of 16 (e.g. N = 8200):
+    Triton then cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than
+    look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back
+    tiles.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
-      with ``wide_scan``, 128-step rows from 128 steps on (16- and 32-bit floats), one environment
-      per program from 2^20 elements.
+      with ``wide_scan`` (16- and 32-bit floats), rows of 65-256 steps in 128-step tiles, one
+      environment per program from 2^20 elements (T rounded up to a power of two).
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
       for 16-bit floats) from 2048 environments up (float32 with ``light_steps``: 1 environment x
@@ -112,9 +113,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       ``pipelined_walks``, from 4096 environments: one environment per one-warp program,
       unpipelined; float32 with ``one_env_walks``, from 1024 to 4095 environments: one environment
       per one-warp program, four chunks deep; float32 with ``wide_scan``, from 2048: one environment
-      per one-warp program, three chunks deep), one environment x 512 steps from 512; fewer environments walk long
-      unpipelined chunks, and few environments with long sequences use look-back tiles of one
-      environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
+      per one-warp program, three chunks deep), one environment x 512 steps from 512; fewer
+      environments walk long unpipelined chunks, and few environments with long sequences use
+      look-back tiles of one environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
     * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
     * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``):
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads

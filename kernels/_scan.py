@@ -19,7 +19,8 @@ Masked rows (past the end of time) are the identity map ``(0, 1)``, so they neve
 
 ``SHUFFLE_TIME`` (a constexpr chosen on the host, ``_launch.shuffles_time``): when a tile's time
 axis lies in one warp, values move between its rows by warp shuffles (``tl.gather``) instead of a
-reduction (``edge_row``) or a second load of the same data one row later (``successor_rows``).
+reduction (``edge_row``), a second load of the same data one row later (``successor_rows``) or a
+scan of four values instead of two (``scan_chunk_with_next``).
 
 ``LATEST_FIRST`` (``LaunchConfig.latest_first``): a reverse walk's tile holds its steps latest
 first, so the tile is scanned forward, first row to last. Triton lowers a reverse scan with lane

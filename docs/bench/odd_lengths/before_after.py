@@ -6,9 +6,9 @@ reference first (from the repository root; a checkout of the kernels before firs
   PYTHONPATH=. python docs/bench/odd_lengths/before_after.py TAG
 
 Cells: ``linear_scan``'s one-environment `[N, T]` walks below 4096 environments, and V-trace's
-`[N, T]` tiles whose ``y_{t+1}`` now comes by warp shuffles (with their new block shapes). One line per cell: do_bench median (us),
-or for sequences of up to 256 steps the device time of calls replayed from a CUDA graph, and the
-fraction of the copy bandwidth measured in the same process."""
+`[N, T]` tiles whose ``x_{t+1}`` now comes by warp shuffles (with their new block shapes). One line
+per cell: do_bench median (us), or for sequences of up to 256 steps the device time of calls
+replayed from a CUDA graph, and the fraction of the copy bandwidth measured in the same process."""
 import sys
 
 import torch

@@ -1,7 +1,8 @@
-"""Sequence lengths and environment counts that are not multiples of 16, and two leads of the ninth
-session (tenth session): block shapes against the default, interleaved rounds in one process, every
-output checked against the float64 reference first (``bench_kernels.checked_times``: a wrong or
-failing candidate is recorded, never timed). Plans, one per log:
+"""Block-shape sweeps of the tenth session: sequence lengths and environment counts that are not
+multiples of 16, two leads of the ninth session, and V-trace once its 128-step tiles take
+``x_{t+1}`` by shuffles. Each cell's block shapes run on the same inputs in interleaved rounds in one
+process, every output checked against the float64 reference first (``bench_kernels.checked_times``:
+a wrong or failing candidate is recorded, never timed). Plans, in the order they ran, one per log:
 
 * ``odd`` (`odd.log`): `[N, T]` cells whose T is not a multiple of 16 next to ones whose T is, and
   `[T, N]` cells of up to 256 steps whose N is not (against the neighbouring multiple of 16), with a
@@ -13,14 +14,14 @@ failing candidate is recorded, never timed). Plans, one per log:
   (``graph_us``: device time; do_bench counts the host's launch in cells this short);
 * ``walks`` (`walks.log`): ``linear_scan``'s one-environment walks at more cells, rows not 16-aligned
   among them;
-* ``mid`` (`mid.log`): V-trace's `[N, T]` walks below 8192 environments once its 128-step tiles take
-  ``y_{t+1}`` by shuffles (4096 x 4096 was 12% slower with them), and one-environment walks for
-  every kernel where T is not a multiple of 16;
+* ``vtrace`` (`vtrace.log`): V-trace's `[N, T]` tiles of up to 256 steps once its 128-step tiles
+  take ``x_{t+1}`` by shuffles (timed from a CUDA graph);
+* ``mid`` (`mid.log`): V-trace's `[N, T]` walks from 2048 to 8192 environments with the shuffles
+  (4096 x 4096 was 12% slower with them in its old walks), and one-environment walks for every
+  kernel where T is not a multiple of 16;
 * ``last`` (`last.log`, `last_shuffle64.log`: with ``SHUFFLE64=1``, 64-step float32 rows exchange
   values by shuffles too): V-trace's 128-step rows against 64-step ones, GAE's 64-step rows, and
-  16 warps for one-environment rows of 4096 steps (timed from a CUDA graph);
-* ``vtrace`` (`vtrace.log`): V-trace's `[N, T]` tiles of up to 256 steps once its 128-step tiles
-  take ``y_{t+1}`` by shuffles (timed from a CUDA graph).
+  16 warps for one-environment rows of 4096 steps (timed from a CUDA graph).
 
 usage (from the repository root):
   PYTHONPATH=. python docs/bench/odd_lengths/sweep.py PLAN warm I K   # compile share I of K (run K at once)
@@ -115,8 +116,8 @@ def plan_mid():
     for N, T in [(2048, 2048), (4096, 4096), (3008, 4096), (6000, 2048), (8192, 4096)]:
         for dname in ("f32", "bf16"):
             jobs += [("vtrace", N, T, "nt", dname, label)
-                     for label in ("default", "128x1w1+3stages", "128x1w1+4stages", "128x2w2+4stages", "128x4w4+3stages",
-                                   "256x1w2+3stages", "512x1w4+3stages", "256x2w4+3stages")]
+                     for label in ("default", "128x1w1+3stages", "128x1w1+4stages", "128x2w2+4stages",
+                                   "128x4w4+3stages", "256x1w2+3stages", "512x1w4+3stages", "256x2w4+3stages")]
     for N, T in [(4096, 1000), (2048, 2050)]:
         for est in ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
                     "episodic_prefix_sum"):
@@ -141,7 +142,9 @@ def plan_last():
 if os.environ.get("SHUFFLE64"):  # 64-step float32 [N, T] tiles exchange values by shuffles too
     _launch.SHUFFLE_BLOCK_TS[4] = (64, 128)
 
-JOBS = {"odd": plan_odd, "mid": plan_mid, "last": plan_last, "leads": plan_leads, "short": plan_short, "walks": plan_walks, "vtrace": plan_vtrace}[PLAN]()
+PLANS = {"odd": plan_odd, "leads": plan_leads, "short": plan_short, "walks": plan_walks, "vtrace": plan_vtrace,
+         "mid": plan_mid, "last": plan_last}
+JOBS = PLANS[PLAN]()
 # Device time of calls replayed from a CUDA graph for the short cells (do_bench counts this host's launch there).
 TIMER = (lambda fn: B.graph_us(fn, "cuda", 0.0)) if PLAN in ("short", "vtrace", "last") else None
 
