@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
@@ -294,3 +295,22 @@ def test_vtrace_rows_take_their_successors_by_shuffles(compiled_block_shapes):
         assert config("vtrace", T, N, True, 4) == walk, (N, T)
         assert config("vtrace", T, N, True, 2) != walk
     assert config("vtrace", 4096, 1024, True, 4) != walk
+
+
+def test_time_shuffles_only_where_a_tiles_time_lies_in_one_warp():
+    """``[N, T]`` tiles of the shuffle lengths move values between steps by warp shuffles when
+    each warp holds whole rows (no more warps than environments); tiles whose time spans warps,
+    other lengths, ``[T, N]`` tiles and float64 accumulation do not (H200: across warps the
+    shuffles lose)."""
+    from kernels import LaunchConfig
+    from kernels._launch import shuffles_time
+
+    f32 = torch.float32
+    assert shuffles_time(LaunchConfig(128, 1, num_warps=1), True, f32, 4)
+    assert shuffles_time(LaunchConfig(128, 4, num_warps=4), True, f32, 4)
+    assert shuffles_time(LaunchConfig(256, 2, num_warps=2), True, f32, 2)
+    assert not shuffles_time(LaunchConfig(128, 1, num_warps=2), True, f32, 4)
+    assert not shuffles_time(LaunchConfig(128, 2, num_warps=4), True, f32, 4)
+    assert not shuffles_time(LaunchConfig(64, 1, num_warps=1), True, f32, 4)
+    assert not shuffles_time(LaunchConfig(128, 1, num_warps=1), False, f32, 4)
+    assert not shuffles_time(LaunchConfig(128, 1, num_warps=1), True, torch.float64, 8)
