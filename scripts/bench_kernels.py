@@ -173,8 +173,10 @@ def reference_outputs(est, args, kwargs, layout, check_envs, ref_max_t, device):
 
 
 def rel_err(outs, refs, k, layout) -> float:
+    """Worst relative error (2-norm) of an estimator's output, or tuple of outputs, against the
+    reference outputs of its first ``k`` environments; inf if any output is not finite."""
     worst = 0.0
-    for o, r in zip(outs, refs):
+    for o, r in zip(outs if isinstance(outs, tuple) else (outs,), refs):
         if not bool(torch.isfinite(o).all()):
             return math.inf
         s = _out_slice(o, k, layout).to("cpu", torch.float64)
@@ -183,21 +185,27 @@ def rel_err(outs, refs, k, layout) -> float:
     return worst
 
 
+def _checked_cell(est, N, T, layout, dtype_name, device, check_envs, prepare=None):
+    """One cell's random inputs (changed by ``prepare`` if given) and their float64 reference."""
+    args, kw = make_inputs(est, N, T, layout, DTYPES[dtype_name], device, 0)
+    if prepare is not None:
+        args, kw = prepare(args, kw)
+    return args, kw, reference_outputs(est, args, kw, layout, check_envs, 16384, device)
+
+
 def checked_default_time(est: str, N: int, T: int, layout: str, dtype_name: str, warmup_ms: float, rep_ms: float,
                          device="cuda", check_envs: int = 64) -> tuple[float, float, int]:
     """``kernels.<est>`` with its own block shape on fresh inputs of one cell: checked against the
     float64 reference first (raises if wrong), then timed. ``(us, rel_err, bytes)``; for
     before-and-after runs that put another checkout of ``kernels`` first on the path."""
-    dtype = DTYPES[dtype_name]
-    args, kw = make_inputs(est, N, T, layout, dtype, device, 0)
+    args, kw, (refs, k, _) = _checked_cell(est, N, T, layout, dtype_name, device, check_envs)
     fn = getattr(kernels, est)
-    refs = reference_outputs(est, args, kw, layout, check_envs, 16384, device)
     out = fn(*args, **kw)
     sync(device)
-    err = rel_err(out if isinstance(out, tuple) else (out,), refs[0], refs[1], layout)
+    err = rel_err(out, refs, k, layout)
     if not err <= TOL[dtype_name]:
         raise AssertionError(f"{est} {N}x{T} {layout} {dtype_name}: relative error {err:.1e} over {TOL[dtype_name]}")
-    return time_us(lambda: fn(*args, **kw), device, warmup_ms, rep_ms), err, cell_bytes(est, N, T, dtype)
+    return time_us(lambda: fn(*args, **kw), device, warmup_ms, rep_ms), err, cell_bytes(est, N, T, DTYPES[dtype_name])
 
 
 def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name: str, rounds: int,
@@ -210,17 +218,14 @@ def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name
     a wrong or failing call is recorded, never timed; the others still are (for sweeps).
     ``prepare(args, kwargs) -> (args, kwargs)`` changes the random inputs first (e.g. drops one);
     ``timer(fn) -> us`` replaces ``time_us`` (e.g. ``graph_us`` for short cells)."""
-    args, kw = make_inputs(est, N, T, layout, DTYPES[dtype_name], device, 0)
-    if prepare is not None:
-        args, kw = prepare(args, kw)
-    refs = reference_outputs(est, args, kw, layout, check_envs, 16384, device)
+    args, kw, (refs, k, _) = _checked_cell(est, N, T, layout, dtype_name, device, check_envs, prepare)
     times = {label: [] for label in calls}
     for _ in range(rounds):
         for label, call in calls.items():
             try:
                 out = call(args, kw)
                 sync(device)
-                err = rel_err(out if isinstance(out, tuple) else (out,), refs[0], refs[1], layout)
+                err = rel_err(out, refs, k, layout)
                 if not err <= TOL[dtype_name]:
                     times[label].append(f"WRONG {err:.1e}")
                     continue

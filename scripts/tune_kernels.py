@@ -111,7 +111,7 @@ def tune_cell(cell, configs, copy_gbs: float, opts) -> dict:
         try:
             out = fn(*args, **kwargs, config=config)
             torch.cuda.synchronize()
-            err = B.rel_err(out if isinstance(out, tuple) else (out,), refs, k, layout)
+            err = B.rel_err(out, refs, k, layout)
             del out
             if not err <= B.TOL[dtype]:
                 results.append(dict(config=label, status=f"WRONG {err:.1e}"))
