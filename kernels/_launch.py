@@ -73,7 +73,7 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
-                  one_env_walks: bool = False, aligned_rows: bool = True) -> LaunchConfig:
+                  one_env_walks: bool = False, paired_rows: bool = False, aligned_rows: bool = True) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -96,7 +96,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     float32 ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles
     (GAE, eligibility traces, episodic sums); ``one_env_walks`` for kernels whose float32 ``[N, T]``
     walks below 4096 environments measured faster one environment per one-warp program, four chunks
-    deep (``linear_scan``; docs/perf.md, "Odd lengths"); ``aligned_rows`` false when the rows of a
+    deep (``linear_scan``; docs/perf.md, "Odd lengths"); ``paired_rows`` for kernels whose float32
+    ``[N, T]`` rows of 65-256 steps measured faster two environments per one-warp program from
+    :func:`paired_rows_from` elements (GAE, V-trace, Retrace, lambda and discounted returns;
+    docs/perf.md, "Thread quarters"); ``aligned_rows`` false when the rows of a
     ``[T, N]`` tile start a number of elements apart that is not a multiple of 16 (e.g. N = 8200):
     Triton then cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than
     look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back
@@ -105,7 +108,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
       with ``wide_scan`` (16- and 32-bit floats), rows of 65-256 steps in 128-step tiles, one
-      environment per program from 2^20 elements (T rounded up to a power of two).
+      environment per program from 2^20 elements (T rounded up to a power of two); float32 with
+      ``paired_rows``: two environments on one warp from ``paired_rows_from`` elements.
     * ``[N, T]``, longer: programs walk time without look-back while there are enough
       environments to fill the GPU, pipelined three chunks deep: 2 environments x 128 steps (256
       for 16-bit floats) from 2048 environments up (float32 with ``light_steps``: 1 environment x
@@ -137,7 +141,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
-                          long_run_tiles, deep_walks, one_env_walks, aligned_rows)
+                          long_run_tiles, deep_walks, one_env_walks, paired_rows, aligned_rows)
     if latest_first and not time_contiguous:
         return replace(config, latest_first=True)
     return config
@@ -145,7 +149,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
-                 one_env_walks: bool, aligned_rows: bool) -> LaunchConfig:
+                 one_env_walks: bool, paired_rows: bool, aligned_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -153,6 +157,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(min(128, t_pow2), min(64, n_pow2), lookback=True)
     if time_contiguous:
         if T <= 256:  # tiles of ~512 elements (~128 for V-trace), and at least ~256 programs
+            if paired_rows and itemsize == 4 and t_pow2 >= 128 and N * t_pow2 >= paired_rows_from(wide_scan,
+                                                                                                   successor_rows):
+                return LaunchConfig(128, 2, num_warps=1)
             if wide_scan and itemsize <= 4 and t_pow2 >= 128:  # y_{t+1} by shuffles in 128-step tiles
                 block_n = 1 if N * t_pow2 >= 2**20 else max(1, min(4, n_pow2 // 256))
                 return LaunchConfig(128, block_n, num_warps=block_n)
@@ -208,6 +215,16 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
 
 
+def paired_rows_from(wide_scan: bool, successor_rows: bool) -> int:
+    """Elements (N times T rounded up to a power of two) from which ``paired_rows`` kernels take
+    short float32 ``[N, T]`` rows two environments per one-warp program: each thread then holds 8
+    steps of two rows, more independent work per warp where there are enough rows to fill the chip
+    (H200, docs/perf.md, "Thread quarters"). Sooner the more work a step carries: V-trace (four
+    environments on four warps before: 4096 x 128 4.2 -> 3.9 us, 8192 x 128 7.3 -> 5.8), kernels
+    that load each step's successor, then the others (32768 x 128: discounted returns 16.7 -> 15.4)."""
+    return 2**19 if wide_scan else 2**21 if successor_rows else 2**22
+
+
 def time_threads(config: LaunchConfig, itemsize: int) -> int:
     """How many threads hold a ``[T, N]`` tile's rows: the lanes and warps along time of the blocked
     layout Triton gives it (16-byte vectors of ``16 // itemsize`` environments per thread, lanes
@@ -234,8 +251,8 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
-    ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS`` and ``ONE_ENV_WALKS``
-    (default false).
+    ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS`` and
+    ``PAIRED_ROWS`` (default false).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -245,7 +262,8 @@ def kernel_traits(estimator: str) -> dict:
             "successor_rows": getattr(module, "SUCCESSOR_ROWS", False),
             "long_run_tiles": getattr(module, "LONG_RUN_TILES", False),
             "deep_walks": getattr(module, "DEEP_WALKS", False),
-            "one_env_walks": getattr(module, "ONE_ENV_WALKS", False)}
+            "one_env_walks": getattr(module, "ONE_ENV_WALKS", False),
+            "paired_rows": getattr(module, "PAIRED_ROWS", False)}
 
 
 def rows_are_aligned(row_stride: int) -> bool:
@@ -301,7 +319,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
     shuffle_time = shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
-                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages, SHUFFLE_TIME=shuffle_time,
+                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages,
+                      SHUFFLE_TIME=16 // itemsize if shuffle_time else 0,
                       LATEST_FIRST=config.latest_first and not shuffle_time,
                       TIME_THREADS=time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1)
     args = (*tensors, ws, flags, T, N, *coefficients)

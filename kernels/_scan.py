@@ -17,10 +17,14 @@ read once and each output element written once.
 
 Masked rows (past the end of time) are the identity map ``(0, 1)``, so they never disturb real rows.
 
-``SHUFFLE_TIME`` (a constexpr chosen on the host, ``_launch.shuffles_time``): when a tile's time
-axis lies in one warp, values move between its rows by warp shuffles (``tl.gather``) instead of a
-reduction (``edge_row``), a second load of the same data one row later (``successor_rows``) or a
-scan of four values instead of two (``scan_chunk_with_next``).
+``SHUFFLE_TIME`` (a constexpr chosen on the host, ``_launch.shuffles_time``): 0, or where a tile's
+time axis lies in one warp the number of consecutive steps each thread holds (16 bytes of inputs).
+Values then move between its rows by warp shuffles (``tl.gather``) instead of a reduction
+(``edge_row``), a second load of the same data one row later (``successor_rows``) or a scan of four
+values instead of two (``scan_chunk_with_next``). 128-step float32 tiles (``IN_QUARTERS``) are
+handled as four registers per thread (``thread_quarters``): a shift by one step or an edge row moves
+one register per value across lanes, and a reverse scan composes each thread's steps first, then
+one map per lane without Triton's lane mirroring (``scan_thread_steps_first``).
 
 ``LATEST_FIRST`` (``LaunchConfig.latest_first``): a reverse walk's tile holds its steps latest
 first, so the tile is scanned forward, first row to last. Triton lowers a reverse scan with lane
@@ -173,6 +177,9 @@ def edge_row(y, BLOCK_T: tl.constexpr, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.
     """The row of a scanned tile that carries into the next chunk: the last in scan order, i.e. the
     first row when the tile was scanned ``BACKWARD``, else the last."""
     edge = 0 if BACKWARD else BLOCK_T - 1
+    if SHUFFLE_TIME == IN_QUARTERS:
+        y0, _, _, y3 = thread_quarters(y)
+        return lane_value(y0, 0) if BACKWARD else lane_value(y3, 31)
     if SHUFFLE_TIME:
         return tl.reshape(tl.gather(y, tl.zeros([1, y.shape[1]], tl.int32) + edge, 0), [y.shape[1]])
     rows = tl.arange(0, BLOCK_T)
@@ -193,14 +200,18 @@ def successor_rows(
     if SHUFFLE_TIME:
         after = chunk_start(chunk, num_chunks, BLOCK_T, True) + BLOCK_T
         after_ok = n_ok & (tl.zeros_like(n) + after < T)
-        return rows_up(x, load_env(ptr + wide(after) * stride_t, n, stride_n, after_ok, DTYPE), BLOCK_T)
+        return rows_up(x, load_env(ptr + wide(after) * stride_t, n, stride_n, after_ok, DTYPE), BLOCK_T, SHUFFLE_TIME)
     return load_tile(ptr, t + 1, n, stride_t, stride_n, (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
 
 
 @triton.jit
-def rows_up(x, edge, BLOCK_T: tl.constexpr):
+def rows_up(x, edge, BLOCK_T: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
     """Tile ``x`` moved up one row: row ``i`` holds ``x[i + 1]``, the last row ``edge``. Warp
-    shuffles where the tile's time axis lies in one warp (``SHUFFLE_TIME``)."""
+    shuffles where the tile's time axis lies in one warp (``SHUFFLE_TIME``); in quarters
+    (``IN_QUARTERS``) only each thread's first step crosses lanes, one shuffle per value."""
+    if SHUFFLE_TIME == IN_QUARTERS:
+        x0, x1, x2, x3 = thread_quarters(x)
+        return from_thread_quarters(x1, x2, x3, lanes_up(x0, edge))
     rows = tl.arange(0, BLOCK_T)
     down = tl.gather(x, tl.minimum(rows + 1, BLOCK_T - 1)[:, None] + tl.zeros_like(x).to(tl.int32), 0)
     return tl.where(rows[:, None] == BLOCK_T - 1, edge[None, :], down)
@@ -432,37 +443,80 @@ def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constex
     return y, carry, carry_out
 
 
+# ``SHUFFLE_TIME`` of a 128-step float32 tile whose time lies in one warp: each thread holds 4
+# consecutive steps, so the tile is handled in quarters (``thread_quarters``): shifts by one step
+# and edge rows move one register per value across lanes, and reverse scans go thread steps first.
+IN_QUARTERS = tl.constexpr(4)
+
+
 @triton.jit
-def _quarters(x):
-    """A ``[128]`` vector as its four interleaved quarters ``x[4i + k]``, k = 0..3 (``[32]`` each).
-    A 128-step float32 tile holds 4 consecutive steps per thread, so each quarter is one register
-    per thread and splitting moves no data."""
-    even, odd = tl.split(tl.reshape(x, [32, 2, 2]))  # x[4i + 2j], x[4i + 2j + 1]
+def thread_quarters(x):
+    """A ``[128, BLOCK_N]`` tile as its four interleaved quarters ``x[4i + k]``, k = 0..3
+    (``[32, BLOCK_N]`` each). A 128-step float32 tile whose time lies in one warp holds 4
+    consecutive steps per thread, so each quarter is one register per thread and splitting moves
+    no data."""
+    steps = tl.permute(tl.reshape(x, [32, 2, 2, x.shape[1]]), (0, 3, 1, 2))  # [32, BLOCK_N, j, k]: x[4i + 2j + k]
+    even, odd = tl.split(steps)
     x0, x2 = tl.split(even)
     x1, x3 = tl.split(odd)
     return x0, x1, x2, x3
 
 
 @triton.jit
-def _from_quarters(x0, x1, x2, x3):
-    """The ``[128]`` vector whose quarters (``_quarters``) are ``x0 .. x3``."""
-    return tl.reshape(tl.join(tl.join(x0, x2), tl.join(x1, x3)), [128])
+def from_thread_quarters(x0, x1, x2, x3):
+    """The ``[128, BLOCK_N]`` tile whose quarters (``thread_quarters``) are ``x0 .. x3``."""
+    steps = tl.join(tl.join(x0, x2), tl.join(x1, x3))  # [32, BLOCK_N, j, k]
+    return tl.reshape(tl.permute(steps, (0, 2, 3, 1)), [128, x0.shape[1]])
+
+
+@triton.jit
+def lanes_up(q, edge):
+    """Quarter ``q`` (``[32, BLOCK_N]``, one value per lane) moved down the lanes: lane ``i`` holds
+    lane ``i + 1``'s value, lane 31 ``edge`` (``[BLOCK_N]``). One warp shuffle per value."""
+    lane = tl.arange(0, 32)[:, None]
+    moved = tl.gather(q, tl.minimum(lane + 1, 31) + tl.zeros_like(q).to(tl.int32), 0)
+    return tl.where(lane == 31, edge[None, :], moved)
+
+
+@triton.jit
+def lane_value(q, LANE: tl.constexpr):
+    """Lane ``LANE``'s value of quarter ``q`` (``[32, BLOCK_N]``) as a ``[BLOCK_N]`` vector: one
+    warp shuffle (a reduction would take five)."""
+    return tl.reshape(tl.gather(q, tl.zeros([1, q.shape[1]], tl.int32) + LANE, 0), [q.shape[1]])
+
+
+@triton.jit
+def scan_lanes(a, b, REVERSE: tl.constexpr):
+    """Inclusive scan of one map per lane (``[32, BLOCK_N]``) across the warp, in scan order (lane
+    31 first when ``REVERSE``): five Hillis-Steele steps, each composing a lane's map with the one
+    ``d`` lanes earlier in scan order, fetched by a warp shuffle. ``tl.associative_scan`` with
+    ``reverse=True`` would also mirror every lane before and after."""
+    lane = tl.arange(0, 32)[:, None] + tl.zeros_like(a).to(tl.int32)
+    for level in tl.static_range(5):
+        source = lane + (1 << level) if REVERSE else lane - (1 << level)
+        exists = (source >= 0) & (source < 32)
+        source = tl.minimum(tl.maximum(source, 0), 31)
+        before_a, before_b = affine_then(tl.gather(a, source, 0), tl.gather(b, source, 0), a, b)
+        a = tl.where(exists, before_a, a)
+        b = tl.where(exists, before_b, b)
+    return a, b
 
 
 @triton.jit
 def scan_thread_steps_first(alpha, beta, REVERSE: tl.constexpr):
-    """``tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)`` of a ``[128, 1]``
-    float32 tile (time in one warp, 4 consecutive steps per thread), in two levels.
+    """``tl.associative_scan((alpha, beta), 0, affine_then, reverse=REVERSE)`` of a ``[128, BLOCK_N]``
+    tile in quarters (``IN_QUARTERS``: time in one warp, 4 consecutive float32 steps per thread),
+    in two levels.
 
     Each thread composes its own 4 steps elementwise (inclusive maps ``(A_k, B_k)`` in scan order,
-    and the thread's whole map); the warp scans the 32 whole maps; the map of the threads before
-    a thread in scan order, ``(E_a, E_b)`` (identity for the first), then precedes every step:
-    ``(A_k + B_k E_a, B_k E_b)``. The warp scan moves one map per thread instead of four, and a
-    reverse scan mirrors one register per value across the warp instead of four (Triton reverses
-    a scan's lanes by shuffles): 20 shuffles per chunk instead of 32 (``linear_scan``, sm_90).
+    and the thread's whole map); the warp scans the 32 whole maps (``scan_lanes``, without lane
+    mirroring); the map of the threads before a thread in scan order, ``(E_a, E_b)`` (identity for
+    the first), then precedes every step: ``(A_k + B_k E_a, B_k E_b)``. Triton's reverse scan
+    mirrors every register of both values across the warp before and after scanning: V-trace's
+    128-step tile, sm_90 SASS, 31 shuffles with it, 15 with this (docs/perf.md, "Thread quarters").
     """
-    a0, a1, a2, a3 = _quarters(tl.reshape(alpha, [128]))
-    b0, b1, b2, b3 = _quarters(tl.reshape(beta, [128]))
+    a0, a1, a2, a3 = thread_quarters(alpha)
+    b0, b1, b2, b3 = thread_quarters(beta)
     if REVERSE:
         A3, B3 = a3, b3
         A2, B2 = affine_then(A3, B3, a2, b2)
@@ -475,16 +529,16 @@ def scan_thread_steps_first(alpha, beta, REVERSE: tl.constexpr):
         A2, B2 = affine_then(A1, B1, a2, b2)
         A3, B3 = affine_then(A2, B2, a3, b3)
         whole_a, whole_b = A3, B3
-    S_a, S_b = tl.associative_scan((whole_a[:, None], whole_b[:, None]), 0, affine_then, reverse=REVERSE)
-    lane = tl.arange(0, 32)[:, None]
+    S_a, S_b = scan_lanes(whole_a, whole_b, REVERSE)
+    lane = tl.arange(0, 32)[:, None] + tl.zeros_like(S_a).to(tl.int32)
     source = lane + 1 if REVERSE else lane - 1  # the thread just before in scan order
     exists = (source >= 0) & (source < 32)
     source = tl.minimum(tl.maximum(source, 0), 31)
-    E_a = tl.reshape(tl.where(exists, tl.gather(S_a, source, 0), 0.0), [32])
-    E_b = tl.reshape(tl.where(exists, tl.gather(S_b, source, 0), 1.0), [32])
-    A = _from_quarters(A0 + B0 * E_a, A1 + B1 * E_a, A2 + B2 * E_a, A3 + B3 * E_a)
-    B = _from_quarters(B0 * E_b, B1 * E_b, B2 * E_b, B3 * E_b)
-    return tl.reshape(A, [128, 1]), tl.reshape(B, [128, 1])
+    E_a = tl.where(exists, tl.gather(S_a, source, 0), 0.0)
+    E_b = tl.where(exists, tl.gather(S_b, source, 0), 1.0)
+    A = from_thread_quarters(A0 + B0 * E_a, A1 + B1 * E_a, A2 + B2 * E_a, A3 + B3 * E_a)
+    B = from_thread_quarters(B0 * E_b, B1 * E_b, B2 * E_b, B3 * E_b)
+    return A, B
 
 
 @triton.jit
@@ -542,6 +596,21 @@ def scan_thread_runs_with_previous(alpha, beta, BACKWARD: tl.constexpr, TIME_THR
 
 
 @triton.jit
+def _scan_maps(alpha, beta, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr, TIME_THREADS: tl.constexpr,
+               THREAD_STEPS_FIRST: tl.constexpr):
+    """The tile's inclusive maps ``(A, B)``, scanned last row to first when ``BACKWARD``: tiles in
+    quarters (``IN_QUARTERS``) by ``scan_thread_steps_first`` when scanned backward, and with
+    ``THREAD_STEPS_FIRST`` forward too (faster for ``linear_scan``; Triton's forward scan mirrors
+    nothing, and eligibility traces and episodic sums ran slower without it: H200, docs/perf.md,
+    "Thread quarters"); tiles in thread runs by ``scan_thread_runs``."""
+    if SHUFFLE_TIME == IN_QUARTERS and (BACKWARD or THREAD_STEPS_FIRST):
+        return scan_thread_steps_first(alpha, beta, BACKWARD)
+    if TIME_THREADS > 1:
+        return scan_thread_runs(alpha, beta, BACKWARD, TIME_THREADS)
+    return tl.associative_scan((alpha, beta), 0, affine_then, reverse=BACKWARD)
+
+
+@triton.jit
 def scan_chunk(
     alpha,
     beta,
@@ -563,16 +632,9 @@ def scan_chunk(
 ):
     """Solve one chunk, whose rows are ``chunk_rows(..., REVERSE, LATEST_FIRST, TIME_THREADS)``:
     returns its ``y`` and the value it carries into the next chunk (``carry``: see ``_apply_carry``).
-    ``THREAD_STEPS_FIRST``: scan ``[128, 1]`` float32 tiles whose time lies in one warp by
-    ``scan_thread_steps_first`` (faster for ``linear_scan``, slower for lambda and discounted
-    returns: H200, docs/perf.md)."""
+    ``THREAD_STEPS_FIRST``: forward scans of tiles in quarters too (``_scan_maps``)."""
     backward: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
-    if THREAD_STEPS_FIRST and SHUFFLE_TIME and BLOCK_T == 128 and BLOCK_N == 1:
-        A, B = scan_thread_steps_first(alpha, beta, backward)
-    elif TIME_THREADS > 1:
-        A, B = scan_thread_runs(alpha, beta, backward, TIME_THREADS)
-    else:
-        A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=backward)
+    A, B = _scan_maps(alpha, beta, backward, SHUFFLE_TIME, TIME_THREADS, THREAD_STEPS_FIRST)
     y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
                                        LOOKBACK, SHUFFLE_TIME)
     return y, carry_out
@@ -588,10 +650,10 @@ def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOC
     shuffles; otherwise the scan carries each row's predecessor map too (four values, not two)."""
     backward: tl.constexpr = not LATEST_FIRST
     if SHUFFLE_TIME:
-        A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=backward)
+        A, B = _scan_maps(alpha, beta, backward, SHUFFLE_TIME, TIME_THREADS, False)
         y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
                                            LOOKBACK, SHUFFLE_TIME)
-        return y, rows_up(y, carry, BLOCK_T), carry_out
+        return y, rows_up(y, carry, BLOCK_T, SHUFFLE_TIME), carry_out
     if TIME_THREADS > 1:
         A, B, E, F = scan_thread_runs_with_previous(alpha, beta, backward, TIME_THREADS)
     else:

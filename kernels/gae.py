@@ -31,6 +31,9 @@ LATEST_FIRST = True
 SUCCESSOR_ROWS = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
 DEEP_WALKS = True
+# Float32 [N, T] rows of 65-256 steps over many environments: two environments per one-warp program
+# (_launch.choose_config).
+PAIRED_ROWS = True
 
 
 @_scan.coefficient_kernel

@@ -24,6 +24,9 @@ from kernels._triton import runs_triton, tl
 
 # Long [N, T] walks over many environments run faster unpipelined (_launch.choose_config).
 PIPELINED_WALKS = False
+# Float32 [N, T] rows of 65-256 steps over many environments: two environments per one-warp program
+# (_launch.choose_config).
+PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
 

@@ -74,7 +74,7 @@ def _linear_scan_kernel(
         y, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK, SHUFFLE_TIME,
             LATEST_FIRST, TIME_THREADS,
-            a_ptr.dtype.element_ty.primitive_bitwidth == 32,  # THREAD_STEPS_FIRST: 4 float32 steps per thread
+            True,  # THREAD_STEPS_FIRST: forward scans of tiles in quarters too (``_scan._scan_maps``)
         )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 

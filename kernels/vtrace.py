@@ -36,6 +36,9 @@ LATEST_FIRST = True
 # Each step's successor is loaded too (a second tile one step later): smaller walk tiles
 # (_launch.choose_config).
 SUCCESSOR_ROWS = True
+# Float32 [N, T] rows of 65-256 steps over many environments: two environments per one-warp program
+# (_launch.choose_config).
+PAIRED_ROWS = True
 
 
 @_scan.coefficient_kernel

@@ -571,7 +571,7 @@ def test_thread_runs_are_ignored_by_time_contiguous_tiles(op_case):
         assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("walk", ["unpipelined", "pipelined", "lookback"])
+@pytest.mark.parametrize("walk", ["unpipelined", "pipelined", "pairs", "lookback"])
 @pytest.mark.parametrize("T", [128, 384, 300], ids=lambda T: f"T{T}")
 @pytest.mark.parametrize("dtype,block_t", [(torch.float32, 128), (torch.bfloat16, 128), (torch.bfloat16, 256)],
                          ids=["f32-128", "bf16-128", "bf16-256"])
@@ -582,14 +582,16 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
     Retrace, the next step's value (the row after each chunk loaded alone, 0 after the end). One
     chunk, whole chunks (the row after the last is past the end) and a partial last chunk; walks
     of one environment per warp without pipelining (``choose_config``'s for kernels without
-    ``pipelined_walks``), walks of two environments with pipelining, and look-back tiles of one
-    environment. ``linear_scan``'s float32 tiles of one environment take the two-level scan
-    (``_scan.scan_thread_steps_first``), in both directions."""
+    ``pipelined_walks``), walks of two environments with pipelining, two environments on one warp
+    (``paired_rows``), and look-back tiles of one environment. Float32 tiles are handled in
+    quarters (``_scan.IN_QUARTERS``): reverse scans, and ``linear_scan``'s in both directions, take
+    the two-level scan (``_scan.scan_thread_steps_first``)."""
     from kernels import LaunchConfig
     from kernels._launch import shuffles_time
 
     config = {"unpipelined": LaunchConfig(block_t, 1, num_warps=1),
               "pipelined": LaunchConfig(block_t, 2, num_warps=2, num_stages=2),
+              "pairs": LaunchConfig(block_t, 2, num_warps=1),
               "lookback": LaunchConfig(block_t, 1, num_warps=1, lookback=True)}[walk]
     assert shuffles_time(config, True, torch.float32, dtype.itemsize)
     assert not shuffles_time(config, False, torch.float32, dtype.itemsize)

@@ -287,7 +287,8 @@ def test_vtrace_rows_take_their_successors_by_shuffles(compiled_block_shapes):
         assert config("vtrace", 128, 2048, True, itemsize) == LaunchConfig(128, 4, num_warps=4)
         assert config("vtrace", 128, 512, True, itemsize) == LaunchConfig(128, 2, num_warps=2)
         for N, T in [(8192, 128), (32768, 128), (4096, 256), (4096, 200)]:
-            assert config("vtrace", T, N, True, itemsize) == LaunchConfig(128, 1, num_warps=1), (N, T)
+            one_env = LaunchConfig(128, 1, num_warps=1)  # float32: two environments (paired rows)
+            assert (config("vtrace", T, N, True, itemsize) == one_env) == (itemsize == 2), (N, T)
         assert config("vtrace", 64, 4096, True, itemsize).block_t == 64
     assert config("vtrace", 128, 4096, True, 8).block_t == 64
     walk = LaunchConfig(128, 1, num_warps=1, num_stages=3)
@@ -295,6 +296,59 @@ def test_vtrace_rows_take_their_successors_by_shuffles(compiled_block_shapes):
         assert config("vtrace", T, N, True, 4) == walk, (N, T)
         assert config("vtrace", T, N, True, 2) != walk
     assert config("vtrace", 4096, 1024, True, 4) != walk
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_paired_rows_from_the_measured_sizes(compiled_block_shapes, estimator):
+    """Kernels with ``PAIRED_ROWS`` take float32 ``[N, T]`` rows of 65-256 steps two environments
+    per one-warp program from 2^19 elements (N times T rounded up to a power of two) for V-trace,
+    2^21 for the other kernels that load each step's successor and 2^22 for the rest (H200 sweeps:
+    V-trace 8192 x 128 7.3 -> 5.8 us); 16-bit floats, shorter and longer rows, smaller problems and
+    the other kernels keep their block shapes."""
+    from kernels import LaunchConfig
+    from kernels._launch import paired_rows_from
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    pairs = LaunchConfig(128, 2, num_warps=1)
+    start = paired_rows_from(traits["wide_scan"], traits["successor_rows"])
+    for T in (65, 128, 200, 256):
+        N = start // compiled_block_shapes.triton.next_power_of_2(T)
+        assert (config(estimator, T, N, True, 4) == pairs) == traits["paired_rows"], (N, T)
+        assert config(estimator, T, N - 1, True, 4) != pairs, (N - 1, T)
+        assert config(estimator, T, N, True, 2) != pairs
+        assert config(estimator, T, N, False, 4) != pairs
+    assert config(estimator, 64, 2**16, True, 4) != pairs
+    assert config(estimator, 512, 2**14, True, 4) != pairs
+    assert [paired_rows_from(True, True), paired_rows_from(False, True), paired_rows_from(False, False)] == [
+        2**19, 2**21, 2**22]
+    paired = {e for e in ESTIMATORS if compiled_block_shapes.kernel_traits(e)["paired_rows"]}
+    assert paired == {"gae", "vtrace", "retrace", "lambda_returns", "discounted_returns"}
+
+
+@pytest.mark.parametrize("dtype, time_dim, steps", [(torch.float32, 1, 4), (torch.bfloat16, 1, 8),
+                                                    (torch.float32, 0, 0)])
+def test_tiles_in_quarters_are_float32_128_step_rows(monkeypatch, dtype, time_dim, steps):
+    """``launch`` gives the kernels ``SHUFFLE_TIME`` = the steps each thread holds where a tile's
+    time lies in one warp: 4 for float32 128-step ``[N, T]`` tiles, which ``_scan`` then handles in
+    quarters (``IN_QUARTERS``), 8 for 16-bit floats, 0 for ``[T, N]`` tiles."""
+    from conftest import DEVICE
+
+    import kernels
+    from kernels import LaunchConfig, _direct_launch, _scan
+
+    seen, launch = [], _direct_launch.DirectLauncher.__call__
+
+    def spy(self, programs, device, args, constexprs, num_warps):
+        seen.append(constexprs["SHUFFLE_TIME"])
+        return launch(self, programs, device, args, constexprs, num_warps)
+
+    monkeypatch.setattr(_direct_launch.DirectLauncher, "__call__", spy)
+    kernels.linear_scan.plans.clear()  # no replayed plan (GPU): the call launches
+    shape = (4, 128) if time_dim == 1 else (128, 4)
+    alpha, beta = torch.randn(shape).to(DEVICE, dtype), torch.rand(shape).to(DEVICE, dtype)
+    kernels.linear_scan(alpha, beta, time_dim=time_dim, config=LaunchConfig(128, 1, num_warps=1))
+    assert seen == [steps]
+    assert (seen[0] == _scan.IN_QUARTERS) == (dtype == torch.float32 and time_dim == 1)
 
 
 def test_time_shuffles_only_where_a_tiles_time_lies_in_one_warp():
