@@ -601,8 +601,8 @@ def _scan_maps(alpha, beta, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr, 
     """The tile's inclusive maps ``(A, B)``, scanned last row to first when ``BACKWARD``: tiles in
     quarters (``IN_QUARTERS``) by ``scan_thread_steps_first`` when scanned backward, and with
     ``THREAD_STEPS_FIRST`` forward too (faster for ``linear_scan``; Triton's forward scan mirrors
-    nothing, and eligibility traces and episodic sums ran slower without it: H200, docs/perf.md,
-    "Thread quarters"); tiles in thread runs by ``scan_thread_runs``."""
+    nothing, and eligibility traces and episodic sums ran 9-16% slower with the two-level one: H200,
+    docs/perf.md, "Thread quarters"); tiles in thread runs by ``scan_thread_runs``."""
     if SHUFFLE_TIME == IN_QUARTERS and (BACKWARD or THREAD_STEPS_FIRST):
         return scan_thread_steps_first(alpha, beta, BACKWARD)
     if TIME_THREADS > 1:
