@@ -24,7 +24,8 @@ Values then move between its rows by warp shuffles (``tl.gather``) instead of a 
 values instead of two (``scan_chunk_with_next``). 128-step float32 tiles (``IN_QUARTERS``) are
 handled as four registers per thread (``thread_quarters``): a shift by one step or an edge row moves
 one register per value across lanes, and a reverse scan composes each thread's steps first, then
-one map per lane without Triton's lane mirroring (``scan_thread_steps_first``).
+one map per lane without Triton's lane mirroring (``scan_thread_steps_first``); 256-step tiles of
+16-bit floats (``IN_PAIRS``) as their even and odd steps, each in quarters (``step_pairs``).
 
 ``LATEST_FIRST`` (``LaunchConfig.latest_first``): a reverse walk's tile holds its steps latest
 first, so the tile is scanned forward, first row to last. Triton lowers a reverse scan with lane
@@ -180,6 +181,9 @@ def edge_row(y, BLOCK_T: tl.constexpr, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.
     if SHUFFLE_TIME == IN_QUARTERS:
         y0, _, _, y3 = thread_quarters(y)
         return lane_value(y0, 0) if BACKWARD else lane_value(y3, 31)
+    if SHUFFLE_TIME == IN_PAIRS and BLOCK_T == 256:
+        even, odd = step_pairs(y)
+        return edge_row(even, 128, True, IN_QUARTERS) if BACKWARD else edge_row(odd, 128, False, IN_QUARTERS)
     if SHUFFLE_TIME:
         return tl.reshape(tl.gather(y, tl.zeros([1, y.shape[1]], tl.int32) + edge, 0), [y.shape[1]])
     rows = tl.arange(0, BLOCK_T)
@@ -208,10 +212,13 @@ def successor_rows(
 def rows_up(x, edge, BLOCK_T: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
     """Tile ``x`` moved up one row: row ``i`` holds ``x[i + 1]``, the last row ``edge``. Warp
     shuffles where the tile's time axis lies in one warp (``SHUFFLE_TIME``); in quarters
-    (``IN_QUARTERS``) only each thread's first step crosses lanes, one shuffle per value."""
+    (``IN_QUARTERS``, ``IN_PAIRS``) only each thread's first step crosses lanes, one shuffle per value."""
     if SHUFFLE_TIME == IN_QUARTERS:
         x0, x1, x2, x3 = thread_quarters(x)
         return from_thread_quarters(x1, x2, x3, lanes_up(x0, edge))
+    if SHUFFLE_TIME == IN_PAIRS and BLOCK_T == 256:
+        even, odd = step_pairs(x)
+        return from_step_pairs(odd, rows_up(even, edge, 128, IN_QUARTERS))
     rows = tl.arange(0, BLOCK_T)
     down = tl.gather(x, tl.minimum(rows + 1, BLOCK_T - 1)[:, None] + tl.zeros_like(x).to(tl.int32), 0)
     return tl.where(rows[:, None] == BLOCK_T - 1, edge[None, :], down)
@@ -447,6 +454,44 @@ def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constex
 # consecutive steps, so the tile is handled in quarters (``thread_quarters``): shifts by one step
 # and edge rows move one register per value across lanes, and reverse scans go thread steps first.
 IN_QUARTERS = tl.constexpr(4)
+# ``SHUFFLE_TIME`` of a 16-bit float tile whose time lies in one warp: each thread holds 8 consecutive
+# steps; 256-step tiles are handled as pairs of steps (``step_pairs``), whose halves are in quarters.
+IN_PAIRS = tl.constexpr(8)
+
+
+@triton.jit
+def step_pairs(x):
+    """A ``[256, BLOCK_N]`` tile as its even and odd steps ``x[2i]``, ``x[2i + 1]`` (``[128, BLOCK_N]``
+    each). A 256-step tile whose time lies in one warp with 8 consecutive steps per thread (16-bit
+    floats) then holds 4 consecutive steps of each half per thread: both halves are in quarters
+    (``thread_quarters``), and splitting moves no data."""
+    return tl.split(tl.permute(tl.reshape(x, [128, 2, x.shape[1]]), (0, 2, 1)))
+
+
+@triton.jit
+def from_step_pairs(even, odd):
+    """The ``[256, BLOCK_N]`` tile whose even and odd steps (``step_pairs``) are ``even`` and ``odd``."""
+    return tl.reshape(tl.permute(tl.join(even, odd), (0, 2, 1)), [256, even.shape[1]])
+
+
+@triton.jit
+def scan_step_pairs_backward(alpha, beta):
+    """``tl.associative_scan((alpha, beta), 0, affine_then, reverse=True)`` of a ``[256, BLOCK_N]``
+    tile in pairs of steps (``IN_PAIRS``), in three levels.
+
+    Each pair's map (its odd step, then its even one) is scanned backward in quarters
+    (``scan_thread_steps_first``): that is each even step's inclusive map ``P_i``. An odd step's is
+    its own map preceded by the pairs after it, ``P_{i+1}`` (the identity after the last pair),
+    moved up one pair by one shuffle per value."""
+    even_a, odd_a = step_pairs(alpha)
+    even_b, odd_b = step_pairs(beta)
+    pair_a, pair_b = affine_then(odd_a, odd_b, even_a, even_b)
+    P_a, P_b = scan_thread_steps_first(pair_a, pair_b, True)
+    none_a, none_b = identity_map(lane_value(P_a, 0))
+    after_a = rows_up(P_a, none_a, 128, IN_QUARTERS)
+    after_b = rows_up(P_b, none_b, 128, IN_QUARTERS)
+    A_odd, B_odd = affine_then(after_a, after_b, odd_a, odd_b)
+    return from_step_pairs(P_a, A_odd), from_step_pairs(P_b, B_odd)
 
 
 @triton.jit
@@ -596,15 +641,18 @@ def scan_thread_runs_with_previous(alpha, beta, BACKWARD: tl.constexpr, TIME_THR
 
 
 @triton.jit
-def _scan_maps(alpha, beta, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr, TIME_THREADS: tl.constexpr,
-               THREAD_STEPS_FIRST: tl.constexpr):
+def _scan_maps(alpha, beta, BLOCK_T: tl.constexpr, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr,
+               TIME_THREADS: tl.constexpr, THREAD_STEPS_FIRST: tl.constexpr):
     """The tile's inclusive maps ``(A, B)``, scanned last row to first when ``BACKWARD``: tiles in
     quarters (``IN_QUARTERS``) by ``scan_thread_steps_first`` when scanned backward, and with
     ``THREAD_STEPS_FIRST`` forward too (faster for ``linear_scan``; Triton's forward scan mirrors
     nothing, and eligibility traces and episodic sums ran 9-16% slower with the two-level one: H200,
-    docs/perf.md, "Thread quarters"); tiles in thread runs by ``scan_thread_runs``."""
+    docs/perf.md, "Thread quarters"); 256-step tiles in pairs of steps (``IN_PAIRS``) by ``scan_step_pairs_backward``
+    when scanned backward; tiles in thread runs by ``scan_thread_runs``."""
     if SHUFFLE_TIME == IN_QUARTERS and (BACKWARD or THREAD_STEPS_FIRST):
         return scan_thread_steps_first(alpha, beta, BACKWARD)
+    if SHUFFLE_TIME == IN_PAIRS and BLOCK_T == 256 and BACKWARD:
+        return scan_step_pairs_backward(alpha, beta)
     if TIME_THREADS > 1:
         return scan_thread_runs(alpha, beta, BACKWARD, TIME_THREADS)
     return tl.associative_scan((alpha, beta), 0, affine_then, reverse=BACKWARD)
@@ -634,7 +682,7 @@ def scan_chunk(
     returns its ``y`` and the value it carries into the next chunk (``carry``: see ``_apply_carry``).
     ``THREAD_STEPS_FIRST``: forward scans of tiles in quarters too (``_scan_maps``)."""
     backward: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
-    A, B = _scan_maps(alpha, beta, backward, SHUFFLE_TIME, TIME_THREADS, THREAD_STEPS_FIRST)
+    A, B = _scan_maps(alpha, beta, BLOCK_T, backward, SHUFFLE_TIME, TIME_THREADS, THREAD_STEPS_FIRST)
     y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
                                        LOOKBACK, SHUFFLE_TIME)
     return y, carry_out
@@ -650,7 +698,7 @@ def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOC
     shuffles; otherwise the scan carries each row's predecessor map too (four values, not two)."""
     backward: tl.constexpr = not LATEST_FIRST
     if SHUFFLE_TIME:
-        A, B = _scan_maps(alpha, beta, backward, SHUFFLE_TIME, TIME_THREADS, False)
+        A, B = _scan_maps(alpha, beta, BLOCK_T, backward, SHUFFLE_TIME, TIME_THREADS, False)
         y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
                                            LOOKBACK, SHUFFLE_TIME)
         return y, rows_up(y, carry, BLOCK_T, SHUFFLE_TIME), carry_out

@@ -585,7 +585,8 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
     ``pipelined_walks``), walks of two environments with pipelining, two environments on one warp
     (``paired_rows``), and look-back tiles of one environment. Float32 tiles are handled in
     quarters (``_scan.IN_QUARTERS``): reverse scans, and ``linear_scan``'s in both directions, take
-    the two-level scan (``_scan.scan_thread_steps_first``)."""
+    the two-level scan (``_scan.scan_thread_steps_first``); 256-step bf16 tiles in pairs of steps
+    (``_scan.IN_PAIRS``), their reverse scans in three levels (``_scan.scan_step_pairs_backward``)."""
     from kernels import LaunchConfig
     from kernels._launch import shuffles_time
 

@@ -327,10 +327,11 @@ def test_paired_rows_from_the_measured_sizes(compiled_block_shapes, estimator):
 
 @pytest.mark.parametrize("dtype, time_dim, steps", [(torch.float32, 1, 4), (torch.bfloat16, 1, 8),
                                                     (torch.float32, 0, 0)])
-def test_tiles_in_quarters_are_float32_128_step_rows(monkeypatch, dtype, time_dim, steps):
+def test_tiles_in_quarters_or_pairs_by_steps_per_thread(monkeypatch, dtype, time_dim, steps):
     """``launch`` gives the kernels ``SHUFFLE_TIME`` = the steps each thread holds where a tile's
     time lies in one warp: 4 for float32 128-step ``[N, T]`` tiles, which ``_scan`` then handles in
-    quarters (``IN_QUARTERS``), 8 for 16-bit floats, 0 for ``[T, N]`` tiles."""
+    quarters (``IN_QUARTERS``), 8 for 16-bit floats (``IN_PAIRS``: 256-step tiles in pairs of
+    steps), 0 for ``[T, N]`` tiles."""
     from conftest import DEVICE
 
     import kernels
@@ -349,6 +350,7 @@ def test_tiles_in_quarters_are_float32_128_step_rows(monkeypatch, dtype, time_di
     kernels.linear_scan(alpha, beta, time_dim=time_dim, config=LaunchConfig(128, 1, num_warps=1))
     assert seen == [steps]
     assert (seen[0] == _scan.IN_QUARTERS) == (dtype == torch.float32 and time_dim == 1)
+    assert (seen[0] == _scan.IN_PAIRS) == (dtype == torch.bfloat16 and time_dim == 1)
 
 
 def test_time_shuffles_only_where_a_tiles_time_lies_in_one_warp():

@@ -7,7 +7,8 @@ after, each version in its own process, every output checked against the float64
 PLAN ``main``: every estimator's `[N, T]` cells whose tiles are 128 float32 steps in one warp
 (short rows: device time of calls replayed from a CUDA graph; long walks: do_bench), default block
 shapes. PLAN ``rival``: GAE and V-trace short rows against rl-triton (put first on PYTHONPATH) on the
-same inputs, with and without truncations (``docs/bench/rl_triton/compare.py`` prepares them).
+same inputs, with and without truncations (``docs/bench/rl_triton/compare.py`` prepares them). PLAN
+``bf16``: every estimator's bf16 `[N, T]` walks (256-step tiles, in pairs of steps after).
 ``warm``: one call per cell, to compile, nothing timed."""
 import json
 import sys
@@ -31,6 +32,8 @@ if PLAN == "main":
     CELLS = [(e, n, t, None) for e in ALL for n, t in SHORT]
     CELLS += [(e, n, t, None) for e in ALL if e not in LIGHT for n, t in LONG]
     CELLS += [(e, 8192, 4096, None) for e in LIGHT]
+elif PLAN == "bf16":
+    CELLS = [(e, n, t, None) for e in ALL for n, t in ((8192, 4096), (4096, 4096), (16384, 2048), (2048, 2048))]
 else:
     CELLS = [(e, n, t, tr) for e in ("gae", "vtrace") for tr in (False, True)
              for n, t in ((2048, 128), (4096, 128), (8192, 128), (32768, 128), (4096, 256), (128, 4096))]
@@ -53,10 +56,11 @@ for est, N, T, truncations in CELLS:
     timer = (lambda f: B.graph_us(f, DEVICE, 0.0)) if short else None
     if WARM:
         timer = lambda f: 0.0  # noqa: E731
-    times = B.checked_times(calls, est, N, T, "nt", "f32", 1, 10, 50, DEVICE, prepare=prepare,
+    dname = "bf16" if PLAN == "bf16" else "f32"
+    times = B.checked_times(calls, est, N, T, "nt", dname, 1, 10, 50, DEVICE, prepare=prepare,
                              timer=timer)
     us = times[TAG][0]
-    nbytes = B.cell_bytes(est, N, T, torch.float32)
+    nbytes = B.cell_bytes(est, N, T, B.DTYPES[dname])
     row = dict(tag=TAG, estimator=est, N=N, T=T, truncations=truncations, timer="graph" if short else "do_bench",
                times=times, copy_gbs=copy, fraction=nbytes / (us * 1e3) / copy if isinstance(us, float) and us else None)
     rows.append(row)
