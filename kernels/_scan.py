@@ -487,9 +487,9 @@ def scan_step_pairs_backward(alpha, beta):
     even_b, odd_b = step_pairs(beta)
     pair_a, pair_b = affine_then(odd_a, odd_b, even_a, even_b)
     P_a, P_b = scan_thread_steps_first(pair_a, pair_b, True)
-    none_a, none_b = identity_map(lane_value(P_a, 0))
+    none_a = tl.zeros([P_a.shape[1]], P_a.dtype)  # the identity map after the last pair
     after_a = rows_up(P_a, none_a, 128, IN_QUARTERS)
-    after_b = rows_up(P_b, none_b, 128, IN_QUARTERS)
+    after_b = rows_up(P_b, none_a + 1.0, 128, IN_QUARTERS)
     A_odd, B_odd = affine_then(after_a, after_b, odd_a, odd_b)
     return from_step_pairs(P_a, A_odd), from_step_pairs(P_b, B_odd)
 
@@ -515,12 +515,21 @@ def from_thread_quarters(x0, x1, x2, x3):
 
 
 @triton.jit
+def lane_shifted(q, SHIFT: tl.constexpr):
+    """Quarter ``q`` (``[32, BLOCK_N]``, one value per lane) as seen ``SHIFT`` lanes on: lane ``i``
+    gets lane ``i + SHIFT``'s value (one warp shuffle per value), and whether that lane exists."""
+    lane = tl.arange(0, 32)[:, None] + tl.zeros_like(q).to(tl.int32)
+    source = lane + SHIFT
+    exists = (source >= 0) & (source < 32)
+    return tl.gather(q, tl.minimum(tl.maximum(source, 0), 31), 0), exists
+
+
+@triton.jit
 def lanes_up(q, edge):
-    """Quarter ``q`` (``[32, BLOCK_N]``, one value per lane) moved down the lanes: lane ``i`` holds
-    lane ``i + 1``'s value, lane 31 ``edge`` (``[BLOCK_N]``). One warp shuffle per value."""
-    lane = tl.arange(0, 32)[:, None]
-    moved = tl.gather(q, tl.minimum(lane + 1, 31) + tl.zeros_like(q).to(tl.int32), 0)
-    return tl.where(lane == 31, edge[None, :], moved)
+    """Quarter ``q`` moved down the lanes: lane ``i`` holds lane ``i + 1``'s value, lane 31 ``edge``
+    (``[BLOCK_N]``)."""
+    moved, exists = lane_shifted(q, 1)
+    return tl.where(exists, moved, edge[None, :])
 
 
 @triton.jit
@@ -536,12 +545,10 @@ def scan_lanes(a, b, REVERSE: tl.constexpr):
     31 first when ``REVERSE``): five Hillis-Steele steps, each composing a lane's map with the one
     ``d`` lanes earlier in scan order, fetched by a warp shuffle. ``tl.associative_scan`` with
     ``reverse=True`` would also mirror every lane before and after."""
-    lane = tl.arange(0, 32)[:, None] + tl.zeros_like(a).to(tl.int32)
     for level in tl.static_range(5):
-        source = lane + (1 << level) if REVERSE else lane - (1 << level)
-        exists = (source >= 0) & (source < 32)
-        source = tl.minimum(tl.maximum(source, 0), 31)
-        before_a, before_b = affine_then(tl.gather(a, source, 0), tl.gather(b, source, 0), a, b)
+        earlier_a, exists = lane_shifted(a, (1 << level) if REVERSE else -(1 << level))
+        earlier_b, _ = lane_shifted(b, (1 << level) if REVERSE else -(1 << level))
+        before_a, before_b = affine_then(earlier_a, earlier_b, a, b)
         a = tl.where(exists, before_a, a)
         b = tl.where(exists, before_b, b)
     return a, b
@@ -575,12 +582,10 @@ def scan_thread_steps_first(alpha, beta, REVERSE: tl.constexpr):
         A3, B3 = affine_then(A2, B2, a3, b3)
         whole_a, whole_b = A3, B3
     S_a, S_b = scan_lanes(whole_a, whole_b, REVERSE)
-    lane = tl.arange(0, 32)[:, None] + tl.zeros_like(S_a).to(tl.int32)
-    source = lane + 1 if REVERSE else lane - 1  # the thread just before in scan order
-    exists = (source >= 0) & (source < 32)
-    source = tl.minimum(tl.maximum(source, 0), 31)
-    E_a = tl.where(exists, tl.gather(S_a, source, 0), 0.0)
-    E_b = tl.where(exists, tl.gather(S_b, source, 0), 1.0)
+    E_a, exists = lane_shifted(S_a, 1 if REVERSE else -1)  # the thread just before in scan order
+    E_b, _ = lane_shifted(S_b, 1 if REVERSE else -1)
+    E_a = tl.where(exists, E_a, 0.0)
+    E_b = tl.where(exists, E_b, 1.0)
     A = from_thread_quarters(A0 + B0 * E_a, A1 + B1 * E_a, A2 + B2 * E_a, A3 + B3 * E_a)
     B = from_thread_quarters(B0 * E_b, B1 * E_b, B2 * E_b, B3 * E_b)
     return A, B
