@@ -68,6 +68,10 @@ class LaunchConfig:
 # values between steps by warp shuffles measured faster than without (H200, docs/perf.md).
 SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 
+# Elements (N times T rounded up to a power of two, and to at least 128) from which [T, N] sequences of
+# 33-256 steps are walked in 16-step chunks instead of held in one tile per program (H200, docs/perf.md).
+SHORT_WALKS_FROM = 2**21
+
 
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
@@ -120,7 +124,14 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       per one-warp program, three chunks deep), one environment x 512 steps from 512; fewer
       environments walk long unpipelined chunks, and few environments with long sequences use
       look-back tiles of one environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
-    * ``[T, N]``, one chunk (T <= 256): the whole sequence per program, tiles of ~1024 elements.
+    * ``[T, N]``, T <= 256, 16- and 32-bit floats: tiles in thread runs holding the whole
+      sequence: up to 16 steps 16 environments wide and 17-32 steps 8 wide, on one warp (each twice
+      as wide from 16384 environments); 33-256 steps on four warps, 16 environments wide from 4096
+      environments, 8 below; 16-bit floats of 17-128 steps twice as wide from 8192 environments.
+      From ``SHORT_WALKS_FROM`` elements (T rounded up to at least 128; rows 16-aligned), 33-256
+      steps are walked in 16 x 32 one-warp tiles, three chunks deep (docs/perf.md, "Short
+      time-major sequences"). 64-bit floats: the whole sequence per program in tiles of ~1024
+      elements (first session).
     * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``):
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
       hold runs of consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
@@ -183,6 +194,16 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             block_t = min(t_pow2, 4096)
             return LaunchConfig(block_t, 1, num_warps=min(8, block_t // 256))
         return LaunchConfig(1024, 1, num_warps=2, lookback=True) if wide_scan else LaunchConfig(2048, 1, 4, True)
+    if T <= 256 and itemsize <= 4:
+        if t_pow2 >= 64 and aligned_rows and N * max(t_pow2, 128) >= SHORT_WALKS_FROM:
+            return LaunchConfig(16, 32, num_warps=1, num_stages=3, thread_runs=True)
+        if t_pow2 >= 64:
+            block_n, warps = (16 if N >= 4096 else 8), 4
+        else:
+            block_n, warps = (16 if t_pow2 <= 16 else 8) * (2 if N >= 16384 else 1), 1
+        if itemsize == 2 and 32 <= t_pow2 <= 128 and N >= 8192:
+            block_n *= 2  # as many bytes per tile as float32's
+        return LaunchConfig(t_pow2, block_n, num_warps=warps, thread_runs=True)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:

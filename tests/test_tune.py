@@ -143,8 +143,42 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
                 *shape, num_stages=stages, latest_first=reverse, thread_runs=True), (N, T, itemsize)
             assert not config(estimator, T, N, True, itemsize).thread_runs
         assert not config(estimator, T, N, False, 8).thread_runs
-    for N, T in [(8192, 256), (16, 1 << 20), (256, 8192)]:
+    for N, T in [(16, 1 << 20), (256, 8192)]:
         assert not config(estimator, T, N, False, 4).thread_runs
+    assert not config(estimator, 256, 8192, False, 8).thread_runs
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_short_time_major_sequences_in_thread_runs(compiled_block_shapes, estimator):
+    """``[T, N]`` sequences of up to 256 steps in 16- and 32-bit floats take thread-run tiles: the
+    whole sequence per program on one warp to 32 steps (16 environments wide to 16 steps, 8 to 32;
+    twice as wide from 16384 environments) and on four warps from 33 (16 wide from 4096
+    environments, 8 below; 16-bit floats of 32-128 steps twice as wide from 8192 environments);
+    from 2^21 elements (T rounded up to at least 128) 33-256 steps are walked in 16 x 32 one-warp
+    tiles three chunks deep, where rows are 16-aligned (H200 sweeps, ``docs/bench/short_tn``).
+    64-bit floats keep the first session's tiles of ~1024 elements."""
+    from kernels import LaunchConfig
+
+    config = compiled_block_shapes.estimator_config
+    reverse = estimator not in FORWARD_ONLY
+    walk = LaunchConfig(16, 32, 1, num_stages=3, latest_first=reverse, thread_runs=True)
+
+    def tile(T, N, warps):
+        return LaunchConfig(T, N, warps, latest_first=reverse, thread_runs=True)
+
+    for (T, N, itemsize), expected in {
+            (8, 4096, 4): tile(8, 16, 1), (8, 32768, 4): tile(8, 32, 1), (16, 1024, 2): tile(16, 16, 1),
+            (16, 16384, 4): tile(16, 32, 1), (32, 4096, 4): tile(32, 8, 1), (32, 8192, 2): tile(32, 16, 1),
+            (32, 4096, 2): tile(32, 8, 1), (32, 32768, 4): tile(32, 16, 1), (64, 1024, 4): tile(64, 8, 4),
+            (64, 2048, 4): tile(64, 8, 4), (64, 8192, 4): tile(64, 16, 4), (64, 16384, 4): walk,
+            (100, 4096, 4): tile(128, 16, 4), (128, 1024, 4): tile(128, 8, 4), (128, 4096, 4): tile(128, 16, 4),
+            (128, 4096, 2): tile(128, 16, 4), (128, 8192, 2): tile(128, 32, 4), (128, 8192, 4): tile(128, 16, 4),
+            (128, 16384, 4): walk, (128, 16383, 4): tile(128, 16, 4), (256, 2048, 4): tile(256, 8, 4),
+            (256, 4096, 4): tile(256, 16, 4), (256, 8192, 2): walk, (256, 8192, 4): walk,
+            (200, 8192, 2): walk}.items():
+        assert config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0) == expected, (T, N, itemsize)
+    assert config(estimator, 128, 4096, False, 8) == LaunchConfig(128, 8, 4, latest_first=reverse)
+    assert config(estimator, 16, 4096, False, 8) == LaunchConfig(16, 32, 1, latest_first=reverse)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
