@@ -77,7 +77,8 @@ SHORT_WALKS_FROM = 2**21
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
-                  one_env_walks: bool = False, paired_rows: bool = False, aligned_rows: bool = True) -> LaunchConfig:
+                  one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
+                  aligned_rows: bool = True) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -103,7 +104,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     deep (``linear_scan``; docs/perf.md, "Odd lengths"); ``paired_rows`` for kernels whose float32
     ``[N, T]`` rows of 65-256 steps measured faster two environments per one-warp program from
     :func:`paired_rows_from` elements (GAE, V-trace, Retrace, lambda and discounted returns;
-    docs/perf.md, "Thread quarters"); ``aligned_rows`` false when the rows of a
+    docs/perf.md, "Thread quarters"); ``narrow_short_tiles`` for kernels whose float32 ``[T, N]``
+    tiles of 33-256 steps measured faster 8 environments wide than 16 up to 8191 environments,
+    inputs from DRAM (Retrace; docs/perf.md, "Short time-major sequences"); ``aligned_rows`` false when the rows of a
     ``[T, N]`` tile start a number of elements apart that is not a multiple of 16 (e.g. N = 8200):
     Triton then cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than
     look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back
@@ -127,7 +130,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]``, T <= 256, 16- and 32-bit floats: tiles in thread runs holding the whole
       sequence: up to 16 steps 16 environments wide and 17-32 steps 8 wide, on one warp (each twice
       as wide from 16384 environments); 33-256 steps on four warps, 16 environments wide from 4096
-      environments, 8 below; 16-bit floats of 17-128 steps twice as wide from 8192 environments.
+      environments (float32 with ``narrow_short_tiles``: 8192), 8 below; 16-bit floats of 17-128 steps twice as wide from 8192 environments.
       From ``SHORT_WALKS_FROM`` elements (T rounded up to at least 128; rows 16-aligned), 33-256
       steps are walked in 16 x 32 one-warp tiles, three chunks deep (docs/perf.md, "Short
       time-major sequences"). 64-bit floats: the whole sequence per program in tiles of ~1024
@@ -152,7 +155,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
-                          long_run_tiles, deep_walks, one_env_walks, paired_rows, aligned_rows)
+                          long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles, aligned_rows)
     if latest_first and not time_contiguous:
         return replace(config, latest_first=True)
     return config
@@ -160,7 +163,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
-                 one_env_walks: bool, paired_rows: bool, aligned_rows: bool) -> LaunchConfig:
+                 one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, aligned_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -198,7 +201,7 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if t_pow2 >= 64 and aligned_rows and N * max(t_pow2, 128) >= SHORT_WALKS_FROM:
             return LaunchConfig(16, 32, num_warps=1, num_stages=3, thread_runs=True)
         if t_pow2 >= 64:
-            block_n, warps = (16 if N >= 4096 else 8), 4
+            block_n, warps = (16 if N >= (8192 if narrow_short_tiles and itemsize == 4 else 4096) else 8), 4
         else:
             block_n, warps = (16 if t_pow2 <= 16 else 8) * (2 if N >= 16384 else 1), 1
         if itemsize == 2 and 32 <= t_pow2 <= 128 and N >= 8192:
@@ -272,8 +275,8 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
-    ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS`` and
-    ``PAIRED_ROWS`` (default false).
+    ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
+    ``PAIRED_ROWS`` and ``NARROW_SHORT_TILES`` (default false).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -284,7 +287,8 @@ def kernel_traits(estimator: str) -> dict:
             "long_run_tiles": getattr(module, "LONG_RUN_TILES", False),
             "deep_walks": getattr(module, "DEEP_WALKS", False),
             "one_env_walks": getattr(module, "ONE_ENV_WALKS", False),
-            "paired_rows": getattr(module, "PAIRED_ROWS", False)}
+            "paired_rows": getattr(module, "PAIRED_ROWS", False),
+            "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False)}
 
 
 def rows_are_aligned(row_stride: int) -> bool:

@@ -33,6 +33,9 @@ SUCCESSOR_ROWS = True
 # Float32 [N, T] rows of 65-256 steps over many environments: two environments per one-warp program
 # (_launch.choose_config).
 PAIRED_ROWS = True
+# Float32 [T, N] tiles of 33-256 steps 8 environments wide up to 8191 environments
+# (_launch.choose_config).
+NARROW_SHORT_TILES = True
 
 
 @_scan.coefficient_kernel
