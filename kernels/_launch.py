@@ -106,10 +106,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     :func:`paired_rows_from` elements (GAE, V-trace, Retrace, lambda and discounted returns;
     docs/perf.md, "Thread quarters"); ``narrow_short_tiles`` for kernels whose float32 ``[T, N]``
     tiles of 33-256 steps measured faster 8 environments wide than 16 up to 8191 environments,
-    inputs from DRAM (Retrace; docs/perf.md, "Short time-major sequences"); ``aligned_rows`` false when the rows of a
-    ``[T, N]`` tile start a number of elements apart that is not a multiple of 16 (e.g. N = 8200):
-    Triton then cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than
-    look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back
+    inputs from DRAM (Retrace; docs/perf.md, "Short time-major sequences"); ``aligned_rows`` false
+    when the rows of a ``[T, N]`` tile start a number of elements apart that is not a multiple of
+    16 (e.g. N = 8200): Triton then cannot vectorize the loads, and the pipelined walks below ran
+    3.7-7.2x slower than look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back
     tiles.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
@@ -130,11 +130,11 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]``, T <= 256, 16- and 32-bit floats: tiles in thread runs holding the whole
       sequence: up to 16 steps 16 environments wide and 17-32 steps 8 wide, on one warp (each twice
       as wide from 16384 environments); 33-256 steps on four warps, 16 environments wide from 4096
-      environments (float32 with ``narrow_short_tiles``: 8192), 8 below; 16-bit floats of 17-128 steps twice as wide from 8192 environments.
-      From ``SHORT_WALKS_FROM`` elements (T rounded up to at least 128; rows 16-aligned), 33-256
-      steps are walked in 16 x 32 one-warp tiles, three chunks deep (docs/perf.md, "Short
-      time-major sequences"). 64-bit floats: the whole sequence per program in tiles of ~1024
-      elements (first session).
+      environments (float32 with ``narrow_short_tiles``: 8192), 8 below; 16-bit floats of 17-128
+      steps twice as wide from 8192 environments. From ``SHORT_WALKS_FROM`` elements (T rounded up
+      to at least 128; rows 16-aligned), 33-256 steps are walked in 16 x 32 one-warp tiles, three
+      chunks deep (docs/perf.md, "Short time-major sequences"). 64-bit floats: the whole sequence
+      per program in tiles of ~1024 elements (first session).
     * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``):
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
       hold runs of consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with

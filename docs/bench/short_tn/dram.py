@@ -44,7 +44,8 @@ def tile_shapes(est: str, N: int, T: int, dtype_name: str) -> dict:
     if dtype_name == "f32":
         for bn, warps in ((4, 2), (8, 2), (4, 4), (8, 4), (16, 4)):
             t_pow2 = kernels._triton.triton.next_power_of_2(T)
-            out[f"{t_pow2}x{bn}w{warps}"] = B.parse_config_label(f"{t_pow2}x{bn}w{warps}{'+latest' if latest else ''}+runs")
+            label = f"{t_pow2}x{bn}w{warps}"
+            out[label] = B.parse_config_label(f"{label}{'+latest' if latest else ''}+runs")
     else:
         f32rule = B.default_config(est, N, T, "tn", B.DTYPES["f32"])
         out["f32rule"], out["double"] = f32rule, replace(f32rule, block_n=2 * f32rule.block_n)
