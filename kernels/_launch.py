@@ -109,8 +109,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     inputs from DRAM (Retrace; docs/perf.md, "Short time-major sequences"); ``aligned_rows`` false
     when the rows of a ``[T, N]`` tile start a number of elements apart that is not a multiple of
     16 (e.g. N = 8200): Triton then cannot vectorize the loads, and the pipelined walks below ran
-    3.7-7.2x slower than look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back
-    tiles.
+    3.7-7.2x slower than look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such
+    problems take look-back tiles.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
