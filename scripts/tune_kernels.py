@@ -4,7 +4,9 @@
         --layouts tn,nt --jobs 12 --out tune.jsonl
 
 Candidates depend on the layout: with environments contiguous (``tn``) wide tiles over
-environments and short time chunks; with time contiguous (``nt``) long time chunks over few
+environments and short time chunks, each in Triton's layout and in thread runs
+(``LaunchConfig.thread_runs``), their steps latest first for kernels with reverse walks (as the
+kernels' own ``[T, N]`` tiles); with time contiguous (``nt``) long time chunks over few
 environments; each with and without look-back and 1-8 warps, keeping 4-64 elements per thread, and
 the walks without look-back at each pipeline depth of ``--stages`` (``LaunchConfig.num_stages``).
 Every candidate is compiled first by ``--jobs`` worker processes in parallel (they fill Triton's
@@ -26,6 +28,7 @@ import json
 import multiprocessing
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -35,6 +38,7 @@ import bench_kernels as B  # noqa: E402
 
 import kernels  # noqa: E402
 from kernels import LaunchConfig  # noqa: E402
+from kernels._launch import kernel_traits  # noqa: E402
 from kernels._triton import triton  # noqa: E402
 
 DEFAULT_SHAPES = "8192x4096,512x8192,2048x2048,16x1048576"
@@ -45,8 +49,9 @@ def candidates(N: int, T: int, layout: str, sms: int = 132, stages: tuple = (1,)
                lookback: bool = True) -> list[LaunchConfig]:
     """Block shapes worth timing for one problem (see the module docstring); a walk over several
     chunks without look-back is tried with each pipeline depth in ``stages``, and only with at
-    least two programs per multiprocessor (``sms``), or half as many when pipelined.
-    ``lookback=False`` leaves the look-back tiles out."""
+    least two programs per multiprocessor (``sms``), or half as many when pipelined. ``[T, N]``
+    (``tn``) tiles come in Triton's layout and in thread runs. ``lookback=False`` leaves the
+    look-back tiles out."""
     if layout == "tn":
         block_ts, block_ns = (2, 4, 8, 16, 32, 64, 128, 256), (8, 16, 32, 64, 128, 256, 512, 1024)
     else:
@@ -62,11 +67,21 @@ def candidates(N: int, T: int, layout: str, sms: int = 132, stages: tuple = (1,)
         if tile_lookback and (bt >= T or not lookback):
             continue
         if tile_lookback or bt >= T:
-            out.append(LaunchConfig(bt, bn, warps, tile_lookback))
-            continue
-        programs = triton.cdiv(N, bn)
-        out += [LaunchConfig(bt, bn, warps, False, s) for s in stages if programs >= (sms // 2 if s > 1 else 2 * sms)]
+            shapes = [LaunchConfig(bt, bn, warps, tile_lookback)]
+        else:
+            programs = triton.cdiv(N, bn)
+            shapes = [LaunchConfig(bt, bn, warps, False, s) for s in stages
+                      if programs >= (sms // 2 if s > 1 else 2 * sms)]
+        out += shapes + ([replace(c, thread_runs=True) for c in shapes] if layout == "tn" else [])
     return out
+
+
+def in_kernel_order(est: str, layout: str, configs: list[LaunchConfig]) -> list[LaunchConfig]:
+    """``[T, N]`` candidates of kernels with reverse walks hold their steps latest first, as the
+    kernels' own block shapes do (``choose_config``'s ``latest_first``)."""
+    if layout != "tn" or not kernel_traits(est)["latest_first"]:
+        return configs
+    return [replace(c, latest_first=True) for c in configs]
 
 
 def _inputs(est, N, T, layout, dtype):
@@ -158,7 +173,8 @@ def main(argv=None):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     stages = tuple(int(s) for s in opts.stages.split(","))
     given = [B.parse_config_label(label) for label in opts.configs.split(",")] if opts.configs else None
-    cells = [((est, N, T, layout, opts.dtype), given or candidates(N, T, layout, sms, stages, not opts.no_lookback))
+    cells = [((est, N, T, layout, opts.dtype),
+              given or in_kernel_order(est, layout, candidates(N, T, layout, sms, stages, not opts.no_lookback)))
              for N, T in shapes for layout in opts.layouts.split(",") for est in opts.estimators.split(",")]
     failures = precompile(cells, opts.jobs)
     print(f"compiled {sum(len(c) for _, c in cells)} candidates in {time.time() - start:.0f} s, "

@@ -47,6 +47,17 @@ def test_candidates_follow_the_contiguous_axis():
     assert max(c.block_n for c in tn) > max(c.block_n for c in nt)
     assert max(c.block_t for c in nt) > max(c.block_t for c in tn)
     assert any(c.num_warps == 1 and c.lookback for c in tn)  # the winners of the sweeps are in the list
+    assert {c for c in tn if c.thread_runs} == {replace(c, thread_runs=True) for c in tn if not c.thread_runs}
+    assert not any(c.thread_runs for c in nt)  # thread runs are a [T, N] layout
+
+
+@pytest.mark.parametrize("estimator, reverse", [("gae", True), ("linear_scan", True), ("eligibility_traces", False)])
+def test_time_major_candidates_hold_their_steps_as_the_kernel_does(estimator, reverse):
+    """Reverse kernels' ``[T, N]`` tiles hold their steps latest first (``choose_config``), so the
+    tuner's candidates for them do too; ``[N, T]`` candidates and forward kernels' keep time order."""
+    tn, nt = K.candidates(4096, 128, "tn"), K.candidates(4096, 128, "nt")
+    assert all(c.latest_first == reverse for c in K.in_kernel_order(estimator, "tn", tn))
+    assert K.in_kernel_order(estimator, "nt", nt) == nt
 
 
 @pytest.mark.parametrize("config", [K.LaunchConfig(16, 64, 1, True), K.LaunchConfig(32, 16, 2, False, 3),
