@@ -131,7 +131,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       sequence: up to 16 steps 16 environments wide and 17-32 steps 8 wide, on one warp (each twice
       as wide from 16384 environments); 33-256 steps on four warps, 16 environments wide from 4096
       environments (float32 with ``narrow_short_tiles``: 8192), 8 below; 16-bit floats of 17-128
-      steps twice as wide from 8192 environments. From ``SHORT_WALKS_FROM`` elements (T rounded up
+      steps twice as wide from 8192 environments; tiles of 65-128 steps 8 wide in Triton's layout
+      instead of thread runs. From ``SHORT_WALKS_FROM`` elements (T rounded up
       to at least 128; rows 16-aligned), 33-256 steps are walked in 16 x 32 one-warp tiles, three
       chunks deep (docs/perf.md, "Short time-major sequences"). 64-bit floats: the whole sequence
       per program in tiles of ~1024 elements (first session).
@@ -206,7 +207,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             block_n, warps = (16 if t_pow2 <= 16 else 8) * (2 if N >= 16384 else 1), 1
         if itemsize == 2 and 32 <= t_pow2 <= 128 and N >= 8192:
             block_n *= 2  # as many bytes per tile as float32's
-        return LaunchConfig(t_pow2, block_n, num_warps=warps, thread_runs=True)
+        in_runs = not (t_pow2 == 128 and block_n == 8)  # there Triton's layout measured faster (docs/perf.md)
+        return LaunchConfig(t_pow2, block_n, num_warps=warps, thread_runs=in_runs)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
