@@ -6,7 +6,8 @@ For every estimator x shape x layout (x dtype), each implementation ("triton" = 
 ||out - ref|| / ||ref||, on the first ``--check-envs`` environments; a wrong implementation is
 recorded "WRONG" and not timed), then timed with ``triton.testing.do_bench`` (median, L2 flushed
 before every call by do_bench, plus rotation among several input sets when one set is under 3x
-the L2 size). Bytes model: each input read once + each output written once; achieved GB/s is
+the L2 size: as many as make 3x the L2, up to ``MAX_INPUT_SETS``, so that the device-only CUDA-graph
+time of a small cell, which has no flush, reads its inputs from DRAM too). Bytes model: each input read once + each output written once; achieved GB/s is
 compared with a device-to-device copy measured in the same run.
 
 GPU (the lead's machine)::
@@ -291,7 +292,17 @@ def host_us(fn, device, calls: int) -> float:
     return 1e6 * (time.perf_counter() - t0) / calls
 
 
-GRAPH_CALLS = 20  # calls captured in one CUDA graph for graph_us
+GRAPH_CALLS = 20  # calls captured in one CUDA graph for graph_us (at least; one per input set)
+MAX_INPUT_SETS = 256
+
+
+def input_set_count(nbytes: int, device) -> int:
+    """How many input sets a cell of ``nbytes`` rotates through on a GPU: enough to fill three times
+    the L2 (at most ``MAX_INPUT_SETS``), so that each timed call, and each call replayed from a
+    CUDA graph (which has no L2 flush), reads inputs the L2 does not hold. One on the CPU."""
+    if torch.device(device).type != "cuda":
+        return 1
+    return max(1, min(MAX_INPUT_SETS, math.ceil(3 * L2_BYTES / nbytes)))
 
 
 def graph_us(fn, device, floor_us: float, calls: int = GRAPH_CALLS, replays: int = 10) -> Optional[float]:
@@ -397,8 +408,8 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
     if nbytes > MAX_CELL_BYTES:
         return [dict(base, impl=i, status="skipped", note=f"{nbytes / 2**30:.1f} GiB > 4 GiB") for i in impls]
     try:
-        n_sets = 1 if torch.device(device).type != "cuda" else max(1, min(8, math.ceil(3 * L2_BYTES / nbytes)))
-        sets = [make_inputs(est, N, T, layout, dtype, device, seed=opts.seed + 7919 * i) for i in range(n_sets)]
+        sets = [make_inputs(est, N, T, layout, dtype, device, seed=opts.seed + 7919 * i)
+                for i in range(input_set_count(nbytes, device))]
         sync(device)
         refs, k, ref_kind = reference_outputs(est, *sets[0], layout, opts.check_envs, opts.ref_max_t, device)
     except Exception as exc:  # noqa: BLE001
@@ -451,7 +462,7 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
             if us <= opts.host_max_us:
                 row["host_us"] = host_us(call, device, opts.host_calls)
                 floor_us = row["bytes"] / (copy_gbs * 1e9) * 1e6 if copy_gbs else 0.0
-                row["graph_us"] = graph_us(call, device, floor_us)
+                row["graph_us"] = graph_us(call, device, floor_us, calls=max(GRAPH_CALLS, len(sets)))
         except Exception as exc:  # noqa: BLE001 - one failing impl must not kill the run
             row.update(status="error", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
             if opts.verbose:

@@ -156,3 +156,18 @@ def test_checked_times_times_right_calls_and_records_wrong_and_failing_ones():
     assert len(times["right"]) == 2 and all(isinstance(t, float) and t > 0 for t in times["right"])
     assert times["wrong"] == ["WRONG 1.0e-02"] * 2
     assert times["failing"] == ["FAIL ValueError: no such block shape"] * 2
+
+
+def test_small_cells_rotate_through_three_times_the_l2():
+    """On a GPU a cell's input sets together fill three times the L2 (so neither do_bench nor the
+    CUDA-graph replays, which flush nothing, find the inputs there), up to ``MAX_INPUT_SETS``; a
+    cell as large as that takes one set, and the CPU always one."""
+    mb = 2**20
+    assert B.input_set_count(int(9.45 * mb), "cuda") == math.ceil(3 * B.L2_BYTES / (9.45 * mb))  # GAE 4096 x 128
+    assert B.input_set_count(mb, "cuda") == math.ceil(3 * B.L2_BYTES / mb) <= B.MAX_INPUT_SETS
+    assert B.input_set_count(1024, "cuda") == B.MAX_INPUT_SETS
+    assert B.input_set_count(3 * B.L2_BYTES, "cuda") == 1
+    assert B.input_set_count(mb, "cpu") == 1
+    for nbytes in (mb, 7 * mb, 33 * mb):
+        sets = B.input_set_count(nbytes, "cuda")
+        assert sets * nbytes >= 3 * B.L2_BYTES > (sets - 1) * nbytes
