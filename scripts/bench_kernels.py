@@ -6,9 +6,10 @@ For every estimator x shape x layout (x dtype), each implementation ("triton" = 
 ||out - ref|| / ||ref||, on the first ``--check-envs`` environments; a wrong implementation is
 recorded "WRONG" and not timed), then timed with ``triton.testing.do_bench`` (median, L2 flushed
 before every call by do_bench, plus rotation among several input sets when one set is under 3x
-the L2 size: as many as make 3x the L2, up to ``MAX_INPUT_SETS``, so that the device-only CUDA-graph
-time of a small cell, which has no flush, reads its inputs from DRAM too). Bytes model: each input read once + each output written once; achieved GB/s is
-compared with a device-to-device copy measured in the same run.
+the L2 size: as many as make 3x the L2, up to ``MAX_INPUT_SETS``, so that the device-only
+CUDA-graph time of a small cell, which has no flush, reads its inputs from DRAM too). Bytes model:
+each input read once + each output written once; achieved GB/s is compared with a
+device-to-device copy measured in the same run.
 
 GPU (the lead's machine)::
 

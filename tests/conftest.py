@@ -64,6 +64,17 @@ def device() -> str:
     return DEVICE
 
 
+@pytest.fixture
+def compiled_block_shapes(monkeypatch):
+    """``choose_config`` as on a GPU, where the interpreter's big tiles do not apply."""
+    from kernels import _launch
+
+    monkeypatch.setattr(_launch, "INTERPRET", False)
+    _launch.choose_config.cache_clear()
+    yield _launch
+    _launch.choose_config.cache_clear()
+
+
 # --------------------------------------------------------------------------- #
 # error measure
 # --------------------------------------------------------------------------- #

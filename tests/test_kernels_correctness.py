@@ -608,18 +608,13 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
 @pytest.mark.parametrize("width", [4096, 32768])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
-def test_short_time_major_tiles(op_case, dtype, width, T, monkeypatch):
+def test_short_time_major_tiles(op_case, dtype, width, T, compiled_block_shapes):
     """The block shapes a GPU chooses for ``[T, N]`` sequences of up to 256 steps (``choose_config``
     for ``width`` environments: tiles holding the whole sequence, mostly in thread runs, and from
     2^21 elements walks of 16-step chunks) give the reference's answer, with partial tiles in time
     and environments."""
-    from kernels import _launch
-
-    monkeypatch.setattr(_launch, "INTERPRET", False)
-    _launch.choose_config.cache_clear()
     op, kw = op_case
-    config = _launch.estimator_config(op, T, width, False, dtype.itemsize)
-    _launch.choose_config.cache_clear()
+    config = compiled_block_shapes.estimator_config(op, T, width, False, dtype.itemsize)
     assert config.block_t >= T or config.block_t == 16, config
     N = 67 if DEVICE == "cuda" else config.block_n + 3
     tm = make_inputs(op, T, N, seed=seed_of("short_tn", op_case, dtype, width, T), dtype=dtype, **kw)

@@ -77,17 +77,6 @@ def test_a_malformed_config_label_is_an_error_that_quotes_it(label):
         K.B.parse_config_label(label)
 
 
-@pytest.fixture
-def compiled_block_shapes(monkeypatch):
-    """``choose_config`` as on a GPU, where the interpreter's big tiles do not apply."""
-    from kernels import _launch
-
-    monkeypatch.setattr(_launch, "INTERPRET", False)
-    _launch.choose_config.cache_clear()
-    yield _launch
-    _launch.choose_config.cache_clear()
-
-
 @pytest.mark.parametrize("estimator", ["eligibility_traces", "episodic_prefix_sum"])
 def test_light_kernels_keep_longer_tiles_to_more_environments(compiled_block_shapes, estimator):
     """Kernels with ``LIGHT_STEPS`` take one-warp 32 x 32 ``[T, N]`` look-back tiles (32 x 64 for
