@@ -78,7 +78,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
                   one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
-                  aligned_rows: bool = True) -> LaunchConfig:
+                  sixteen_warp_rows: bool = False, aligned_rows: bool = True) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -106,11 +106,13 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     :func:`paired_rows_from` elements (GAE, V-trace, Retrace, lambda and discounted returns;
     docs/perf.md, "Thread quarters"); ``narrow_short_tiles`` for kernels whose float32 ``[T, N]``
     tiles of 33-256 steps measured faster 8 environments wide than 16 up to 8191 environments,
-    inputs from DRAM (Retrace; docs/perf.md, "Short time-major sequences"); ``aligned_rows`` false
-    when the rows of a ``[T, N]`` tile start a number of elements apart that is not a multiple of
-    16 (e.g. N = 8200): Triton then cannot vectorize the loads, and the pipelined walks below ran
-    3.7-7.2x slower than look-back tiles in float32 (H200, docs/perf.md, "Deep walks"), so such
-    problems take look-back tiles.
+    inputs from DRAM (Retrace, discounted returns; docs/perf.md, "Short time-major sequences");
+    ``sixteen_warp_rows`` for kernels whose float32 ``[N, T]`` rows of 2049-4096 steps, from 128 to
+    511 environments, measured faster one per program on 16 warps than on 8 (GAE, V-trace;
+    docs/perf.md, "Sixteen-warp rows"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
+    start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
+    cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
+    tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
@@ -125,16 +127,18 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       unpipelined; float32 with ``one_env_walks``, from 1024 to 4095 environments: one environment
       per one-warp program, four chunks deep; float32 with ``wide_scan``, from 2048: one environment
       per one-warp program, three chunks deep), one environment x 512 steps from 512; fewer
-      environments walk long unpipelined chunks, and few environments with long sequences use
+      environments walk long unpipelined chunks (one per program up to 4096 steps, on at most 8
+      warps; float32 with ``sixteen_warp_rows``: 16), and few environments with long sequences use
       look-back tiles of one environment (2048 steps and 4 warps; 1024 and 2 for V-trace).
     * ``[T, N]``, T <= 256, 16- and 32-bit floats: tiles in thread runs holding the whole
       sequence: up to 16 steps 16 environments wide and 17-32 steps 8 wide, on one warp (each twice
       as wide from 16384 environments); 33-256 steps on four warps, 16 environments wide from 4096
       environments (float32 with ``narrow_short_tiles``: 8192), 8 below; 16-bit floats of 17-128
       steps twice as wide from 8192 environments; tiles of 65-128 steps 8 wide in Triton's layout
-      instead of thread runs. From ``SHORT_WALKS_FROM`` elements (T rounded up
-      to at least 128; rows 16-aligned), 33-256 steps are walked in 16 x 32 one-warp tiles, three
-      chunks deep (docs/perf.md, "Short time-major sequences"). 64-bit floats: the whole sequence
+      instead of thread runs; tiles of 33-64 steps as :func:`_tiles_of_64_steps` says (most in
+      Triton's layout). From ``SHORT_WALKS_FROM`` elements (T rounded up to at least 128; rows
+      16-aligned), 33-256 steps are walked in 16 x 32 one-warp tiles, three chunks deep
+      (docs/perf.md, "Short time-major sequences"). 64-bit floats: the whole sequence
       per program in tiles of ~1024 elements (first session).
     * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``):
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
@@ -156,7 +160,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
-                          long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles, aligned_rows)
+                          long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
+                          sixteen_warp_rows, aligned_rows)
     if latest_first and not time_contiguous:
         return replace(config, latest_first=True)
     return config
@@ -164,7 +169,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
-                 one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, aligned_rows: bool) -> LaunchConfig:
+                 one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, sixteen_warp_rows: bool,
+                 aligned_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -196,7 +202,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             return LaunchConfig(min(t_pow2, 512), 1, num_warps=4, num_stages=3)
         if N >= 128 or T <= 2048:
             block_t = min(t_pow2, 4096)
-            return LaunchConfig(block_t, 1, num_warps=min(8, block_t // 256))
+            most_warps = 16 if sixteen_warp_rows and itemsize == 4 else 8
+            return LaunchConfig(block_t, 1, num_warps=min(most_warps, block_t // 256))
         return LaunchConfig(1024, 1, num_warps=2, lookback=True) if wide_scan else LaunchConfig(2048, 1, 4, True)
     if T <= 256 and itemsize <= 4:
         if t_pow2 >= 64 and aligned_rows and N * max(t_pow2, 128) >= SHORT_WALKS_FROM:
@@ -208,6 +215,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if itemsize == 2 and 32 <= t_pow2 <= 128 and N >= 8192:
             block_n *= 2  # as many bytes per tile as float32's
         in_runs = not (t_pow2 == 128 and block_n == 8)  # there Triton's layout measured faster (docs/perf.md)
+        if t_pow2 == 64:
+            block_n, in_runs = _tiles_of_64_steps(N, itemsize, block_n, wide_scan, light_steps, long_run_tiles)
         return LaunchConfig(t_pow2, block_n, num_warps=warps, thread_runs=in_runs)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)
@@ -239,6 +248,22 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
+
+
+def _tiles_of_64_steps(N: int, itemsize: int, block_n: int, wide_scan: bool, light_steps: bool,
+                       long_run_tiles: bool) -> tuple[int, bool]:
+    """Width and layout (``thread_runs`` or Triton's) of the four-warp ``[T, N]`` tiles holding
+    33-64 steps, given ``block_n``, the width of the tiles of 65-256 steps (H200, inputs from DRAM;
+    docs/perf.md, "Tiles of 33-64 steps")."""
+    if wide_scan:  # V-trace
+        return block_n, block_n == 32
+    if not long_run_tiles:  # GAE, Retrace, lambda and discounted returns
+        return (16 if N >= 8192 else 8), False
+    if itemsize == 2 and light_steps and N < 8192:  # eligibility traces and episodic sums
+        return 8, False
+    if itemsize == 2 and not light_steps and N >= 2048:  # linear_scan
+        return 32, True
+    return block_n, True
 
 
 def paired_rows_from(wide_scan: bool, successor_rows: bool) -> int:
@@ -278,7 +303,7 @@ def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
-    ``PAIRED_ROWS`` and ``NARROW_SHORT_TILES`` (default false).
+    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES`` and ``SIXTEEN_WARP_ROWS`` (default false).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -290,7 +315,8 @@ def kernel_traits(estimator: str) -> dict:
             "deep_walks": getattr(module, "DEEP_WALKS", False),
             "one_env_walks": getattr(module, "ONE_ENV_WALKS", False),
             "paired_rows": getattr(module, "PAIRED_ROWS", False),
-            "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False)}
+            "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False),
+            "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False)}
 
 
 def rows_are_aligned(row_stride: int) -> bool:

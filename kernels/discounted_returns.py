@@ -29,6 +29,9 @@ PIPELINED_WALKS = False
 PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# Float32 [T, N] tiles of 33-256 steps 8 environments wide up to 8191 environments
+# (_launch.choose_config).
+NARROW_SHORT_TILES = True
 
 
 @_scan.coefficient_kernel

@@ -34,6 +34,9 @@ DEEP_WALKS = True
 # Float32 [N, T] rows of 65-256 steps over many environments: two environments per one-warp program
 # (_launch.choose_config).
 PAIRED_ROWS = True
+# Float32 [N, T] rows of 2049-4096 steps from 128 to 511 environments, one per program: 16 warps
+# instead of 8 (_launch.choose_config).
+SIXTEEN_WARP_ROWS = True
 
 
 @_scan.coefficient_kernel

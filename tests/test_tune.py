@@ -157,16 +157,17 @@ def test_short_time_major_sequences_in_thread_runs(compiled_block_shapes, estima
     environments, 8 below; 16-bit floats of 17-128 steps twice as wide from 8192 environments);
     from 2^21 elements (T rounded up to at least 128) 33-256 steps are walked in 16 x 32 one-warp
     tiles three chunks deep, where rows are 16-aligned (H200 sweeps, ``docs/bench/short_tn``).
-    Kernels with ``NARROW_SHORT_TILES`` (Retrace) keep float32 tiles of 33-256 steps 8 wide up to
-    8191 environments. Tiles of 65-128 steps 8 wide keep Triton's layout (each thread would hold
-    2 steps of 4 environments: measured slower in thread runs, inputs from DRAM). 64-bit floats
-    keep the first session's tiles of ~1024 elements."""
+    Kernels with ``NARROW_SHORT_TILES`` (Retrace, discounted returns) keep float32 tiles of 65-256
+    steps 8 wide up to 8191 environments. Tiles of 65-128 steps 8 wide keep Triton's layout (each
+    thread would hold 2 steps of 4 environments: measured slower in thread runs, inputs from DRAM).
+    Tiles of 33-64 steps: ``test_time_major_tiles_of_33_to_64_steps``. 64-bit floats keep the
+    first session's tiles of ~1024 elements."""
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
     reverse = estimator not in FORWARD_ONLY
     narrow = compiled_block_shapes.kernel_traits(estimator)["narrow_short_tiles"]  # float32 8 wide to 8191
-    assert narrow == (estimator == "retrace")
+    assert narrow == (estimator in ("retrace", "discounted_returns"))
     walk = LaunchConfig(16, 32, 1, num_stages=3, latest_first=reverse, thread_runs=True)
 
     def tile(T, N, warps):
@@ -175,8 +176,7 @@ def test_short_time_major_sequences_in_thread_runs(compiled_block_shapes, estima
     for (T, N, itemsize), expected in {
             (8, 4096, 4): tile(8, 16, 1), (8, 32768, 4): tile(8, 32, 1), (16, 1024, 2): tile(16, 16, 1),
             (16, 16384, 4): tile(16, 32, 1), (32, 4096, 4): tile(32, 8, 1), (32, 8192, 2): tile(32, 16, 1),
-            (32, 4096, 2): tile(32, 8, 1), (32, 32768, 4): tile(32, 16, 1), (64, 1024, 4): tile(64, 8, 4),
-            (64, 2048, 4): tile(64, 8, 4), (64, 8192, 4): tile(64, 16, 4), (64, 16384, 4): walk,
+            (32, 4096, 2): tile(32, 8, 1), (32, 32768, 4): tile(32, 16, 1), (64, 16384, 4): walk,
             (100, 4096, 4): tile(128, 16, 4), (128, 1024, 4): tile(128, 8, 4), (128, 4096, 4): tile(128, 16, 4),
             (128, 4096, 2): tile(128, 16, 4), (128, 8192, 2): tile(128, 32, 4), (128, 8192, 4): tile(128, 16, 4),
             (128, 16384, 4): walk, (128, 16383, 4): tile(128, 16, 4), (256, 2048, 4): tile(256, 8, 4),
@@ -188,6 +188,45 @@ def test_short_time_major_sequences_in_thread_runs(compiled_block_shapes, estima
     assert config(estimator, 128, 6000, False, 4) == tile(128, 8 if narrow else 16, 4)
     assert config(estimator, 128, 4096, False, 8) == LaunchConfig(128, 8, 4, latest_first=reverse)
     assert config(estimator, 16, 4096, False, 8) == LaunchConfig(16, 32, 1, latest_first=reverse)
+
+
+# Width and layout of the four-warp tiles of 33-64 steps, per group of kernels, by (itemsize, N).
+RUNS, TRITON = True, False
+TILES_OF_64_STEPS = {
+    ("gae", "retrace", "lambda_returns", "discounted_returns"): {
+        (4, 2048): (8, TRITON), (4, 6000): (8, TRITON), (4, 8192): (16, TRITON), (4, 16383): (16, TRITON),
+        (2, 1024): (8, TRITON), (2, 4096): (8, TRITON), (2, 8192): (16, TRITON), (2, 16383): (16, TRITON)},
+    ("vtrace",): {
+        (4, 2048): (8, TRITON), (4, 6000): (16, TRITON), (4, 8192): (16, TRITON), (4, 16383): (16, TRITON),
+        (2, 1024): (8, TRITON), (2, 4096): (16, TRITON), (2, 8192): (32, RUNS), (2, 16383): (32, RUNS)},
+    ("eligibility_traces", "episodic_prefix_sum"): {
+        (4, 2048): (8, RUNS), (4, 6000): (16, RUNS), (4, 8192): (16, RUNS), (4, 16383): (16, RUNS),
+        (2, 1024): (8, TRITON), (2, 4096): (8, TRITON), (2, 8192): (32, RUNS), (2, 16383): (32, RUNS)},
+    ("linear_scan",): {
+        (4, 2048): (8, RUNS), (4, 6000): (16, RUNS), (4, 8192): (16, RUNS), (4, 16383): (16, RUNS),
+        (2, 1024): (8, RUNS), (2, 2048): (32, RUNS), (2, 4096): (32, RUNS), (2, 8192): (32, RUNS)},
+}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_time_major_tiles_of_33_to_64_steps(compiled_block_shapes, estimator):
+    """``[T, N]`` sequences of 33-64 steps (16- and 32-bit floats), below the walks, take four-warp
+    tiles holding the whole sequence, as the H200 measured them fastest with inputs from DRAM
+    (``docs/bench/short_tn/dram_layouts.log``): GAE, Retrace, lambda and discounted returns 8
+    environments wide below 8192 environments and 16 from, in Triton's layout; V-trace in its
+    widths, in Triton's layout but 32 wide; the light kernels in float32 in thread runs, in bf16 8
+    wide in Triton's layout below 8192; ``linear_scan`` in thread runs, bf16 32 wide from 2048."""
+    from kernels import LaunchConfig
+
+    groups = [widths for names, widths in TILES_OF_64_STEPS.items() if estimator in names]
+    assert len(groups) == 1, estimator
+    reverse = estimator not in FORWARD_ONLY
+    for (itemsize, N), (block_n, runs) in groups[0].items():
+        for T in (33, 48, 64):
+            config = compiled_block_shapes.estimator_config(estimator, T, N, False, itemsize,
+                                                            aligned_rows=N % 16 == 0)
+            expected = LaunchConfig(64, block_n, 4, latest_first=reverse, thread_runs=runs)
+            assert config == expected, (T, N, itemsize)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -315,6 +354,24 @@ def test_one_env_walks_below_4096_environments(compiled_block_shapes, estimator)
     for N, T in [(1023, 4096), (4096, 4096), (2048, 256)]:
         assert config(estimator, T, N, True, 4) != walk, (N, T)
     assert {e for e in ESTIMATORS if compiled_block_shapes.kernel_traits(e)["one_env_walks"]} == {"linear_scan"}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_sixteen_warp_rows(compiled_block_shapes, estimator):
+    """Float32 ``[N, T]`` rows of 2049-4096 steps from 128 to 511 environments take one program per
+    environment holding the whole row: on 16 warps for GAE and V-trace (``SIXTEEN_WARP_ROWS``; H200,
+    inputs from DRAM: GAE 511 x 4096 29.2 -> 23.0 us), on 8 for the other kernels (16 measured
+    slower for most) and for bf16; rows of up to 2048 steps keep 8 warps."""
+    from kernels import LaunchConfig
+
+    config = compiled_block_shapes.estimator_config
+    sixteen = compiled_block_shapes.kernel_traits(estimator)["sixteen_warp_rows"]
+    assert sixteen == (estimator in ("gae", "vtrace"))
+    for N, T in [(128, 4096), (511, 3000), (200, 2049)]:
+        assert config(estimator, T, N, True, 4) == LaunchConfig(4096, 1, 16 if sixteen else 8), (N, T)
+        assert config(estimator, T, N, True, 2) == LaunchConfig(4096, 1, 8), (N, T)
+    assert config(estimator, 2048, 128, True, 4) == LaunchConfig(2048, 1, 8)
+    assert config(estimator, 4096, 512, True, 4).num_warps != 16
 
 
 def test_vtrace_rows_take_their_successors_by_shuffles(compiled_block_shapes):
