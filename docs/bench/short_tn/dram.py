@@ -12,7 +12,10 @@ PLAN ``rule``: 15 cells, float32 and bf16, labels as in ``verify.py``: ``default
 float32 sequences of 64-256 steps from 1024 to 8192 environments in single tiles of 4-16
 environments on two or four warps, in thread runs, with ``default`` and ``old``; and bf16 tiles of
 32-128 steps at 4096 and 8192 environments: ``f32rule`` (the float32 rule's shape) and that shape
-twice as wide."""
+twice as wide. PLAN ``layouts`` (thirteenth session): sequences of 33-256 steps around the
+rule's thresholds (float32 64, 100, 128 and 256 steps; bf16 48 and 64 steps; 1024 to 8192
+environments, 6000: rows not 16-aligned) in four-warp tiles 4, 8 and 16 environments wide (bf16
+also 32), each in thread runs and in Triton's layout, with ``default``."""
 import itertools
 import json
 import math
@@ -35,6 +38,8 @@ SETS_BYTES = 4 * B.L2_BYTES
 MAX_SETS = 200
 TILES = [("f32", T, N) for T in (64, 128, 256) for N in (1024, 2048, 4096, 8192)]
 TILES += [("bf16", T, N) for T in (32, 64, 128) for N in (4096, 8192)]
+LAYOUTS = [("f32", 64, N) for N in (2048, 4096, 6000, 8192)] + [("f32", T, N) for T in (100, 128, 256) for N in (4096, 6000)]
+LAYOUTS += [("bf16", T, N) for T in (48, 64) for N in (1024, 2048, 4096, 6000, 8192)]
 
 
 def tile_shapes(est: str, N: int, T: int, dtype_name: str) -> dict:
@@ -53,17 +58,30 @@ def tile_shapes(est: str, N: int, T: int, dtype_name: str) -> dict:
     return {k: c for k, c in out.items() if k == "default" or c != default}
 
 
+def layout_shapes(est: str, N: int, T: int, dtype_name: str) -> dict:
+    latest = "+latest" if kernels._launch.kernel_traits(est)["latest_first"] else ""
+    t_pow2 = kernels._triton.triton.next_power_of_2(T)
+    widths = (4, 8, 16, 32) if dtype_name == "bf16" else (4, 8, 16)
+    labels = [f"{t_pow2}x{bn}w4{latest}{runs}" for bn in widths for runs in ("+runs", "")]
+    default = B.default_config(est, N, T, "tn", B.DTYPES[dtype_name])
+    out = {label: B.parse_config_label(label) for label in labels}
+    return {"default": None, **{k: c for k, c in out.items() if c != default}}
+
+
 rows = []
 start = time.time()
-cells = [(d, T, N) for d in ("f32", "bf16") for N, T in CELLS] if PLAN == "rule" else TILES
+cells = ([(d, T, N) for d in ("f32", "bf16") for N, T in CELLS] if PLAN == "rule"
+         else TILES if PLAN == "tiles" else LAYOUTS)
 for est, (dtype_name, T, N) in itertools.product(B.SPECS, cells):
     if ONLY and est != ONLY:
         continue
     dtype = B.DTYPES[dtype_name]
     if PLAN == "rule":
         configs = {k: c for k, c in shapes(est, N, T, dtype).items() if k in ("default", "old", "tile")}
-    else:
+    elif PLAN == "tiles":
         configs = tile_shapes(est, N, T, dtype_name)
+    else:
+        configs = layout_shapes(est, N, T, dtype_name)
     nbytes = B.cell_bytes(est, N, T, dtype)
     n_sets = 1 if WARM else min(MAX_SETS, max(1, math.ceil(SETS_BYTES / nbytes)))
     sets = [B.make_inputs(est, N, T, "tn", dtype, "cuda", seed=7919 * i) for i in range(n_sets)]
