@@ -604,15 +604,15 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
         assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[dtype]
 
 
-@pytest.mark.parametrize("T", [5, 27, 100, 200])
-@pytest.mark.parametrize("width", [4096, 32768])
+@pytest.mark.parametrize("T", [5, 27, 48, 100, 200])
+@pytest.mark.parametrize("width", [4096, 8192, 32768])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_short_time_major_tiles(op_case, dtype, width, T, compiled_block_shapes):
     """The block shapes a GPU chooses for ``[T, N]`` sequences of up to 256 steps (``choose_config``
-    for ``width`` environments: tiles holding the whole sequence, mostly in thread runs, and from
-    2^21 elements walks of 16-step chunks) give the reference's answer, with partial tiles in time
-    and environments."""
+    for ``width`` environments: tiles holding the whole sequence, in thread runs or in Triton's
+    layout, 8 to 32 environments wide, and from 2^21 elements walks of 16-step chunks) give the
+    reference's answer, with partial tiles in time and environments."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, dtype.itemsize)
     assert config.block_t >= T or config.block_t == 16, config
