@@ -606,8 +606,8 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                  "`host`: wall us per call, back-to-back (small shapes). `graph`: device-only us per call, "
                  "replayed from a CUDA graph of one call per input set, at least 20 (small shapes; the sets "
                  "fill three times the L2, so each call reads its inputs from DRAM); `graph x seq`: the "
-                 "speedup on those times (where the host call outlasts do_bench's cache flush, do_bench counts host time too). "
-                 "Shapes are N x T.")
+                 "speedup on those times (where the host call outlasts do_bench's cache flush, do_bench "
+                 "counts host time too). Shapes are N x T.")
     lines.append("")
     cells = _groups(rows)
     ests = list(dict.fromkeys(k[0] for k in cells))

@@ -38,7 +38,8 @@ SETS_BYTES = 4 * B.L2_BYTES
 MAX_SETS = 200
 TILES = [("f32", T, N) for T in (64, 128, 256) for N in (1024, 2048, 4096, 8192)]
 TILES += [("bf16", T, N) for T in (32, 64, 128) for N in (4096, 8192)]
-LAYOUTS = [("f32", 64, N) for N in (2048, 4096, 6000, 8192)] + [("f32", T, N) for T in (100, 128, 256) for N in (4096, 6000)]
+LAYOUTS = [("f32", 64, N) for N in (2048, 4096, 6000, 8192)]
+LAYOUTS += [("f32", T, N) for T in (100, 128, 256) for N in (4096, 6000)]
 LAYOUTS += [("bf16", T, N) for T in (48, 64) for N in (1024, 2048, 4096, 6000, 8192)]
 
 
