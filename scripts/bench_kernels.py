@@ -188,11 +188,15 @@ def rel_err(outs, refs, k, layout) -> float:
     return worst
 
 
+def _cell_inputs(est, N, T, layout, dtype_name, device, seed, prepare=None):
+    """One set of a cell's random inputs, changed by ``prepare`` if given."""
+    args, kw = make_inputs(est, N, T, layout, DTYPES[dtype_name], device, seed)
+    return (args, kw) if prepare is None else prepare(args, kw)
+
+
 def _checked_cell(est, N, T, layout, dtype_name, device, check_envs, prepare=None):
     """One cell's random inputs (changed by ``prepare`` if given) and their float64 reference."""
-    args, kw = make_inputs(est, N, T, layout, DTYPES[dtype_name], device, 0)
-    if prepare is not None:
-        args, kw = prepare(args, kw)
+    args, kw = _cell_inputs(est, N, T, layout, dtype_name, device, 0, prepare)
     return args, kw, reference_outputs(est, args, kw, layout, check_envs, 16384, device)
 
 
@@ -213,15 +217,21 @@ def checked_default_time(est: str, N: int, T: int, layout: str, dtype_name: str,
 
 def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name: str, rounds: int,
                   warmup_ms: float, rep_ms: float, device="cuda", check_envs: int = 64,
-                  prepare: Optional[Callable] = None, timer: Optional[Callable] = None) -> dict:
+                  prepare: Optional[Callable] = None, timer: Optional[Callable] = None,
+                  input_sets: int = 1) -> dict:
     """Interleaved timings of several implementations of one cell, on the same inputs: ``calls``
     maps a label to ``f(args, kwargs) -> outputs`` (``kernels.<est>``'s inputs and outputs, e.g.
     one block shape, or another library behind an adapter). Each round checks every call against
     the float64 reference, then times it. ``{label: [us, or "WRONG <err>" / "FAIL <error>", ...]}``:
     a wrong or failing call is recorded, never timed; the others still are (for sweeps).
     ``prepare(args, kwargs) -> (args, kwargs)`` changes the random inputs first (e.g. drops one);
-    ``timer(fn) -> us`` replaces ``time_us`` (e.g. ``graph_us`` for short cells)."""
+    ``timer(fn) -> us`` replaces ``time_us`` (e.g. ``graph_us`` for short cells). With
+    ``input_sets`` > 1 the timed calls take that many input sets in turn (the checked one first, the
+    others seeded ``7919 * i``), so that calls replayed without an L2 flush read their inputs from
+    DRAM."""
     args, kw, (refs, k, _) = _checked_cell(est, N, T, layout, dtype_name, device, check_envs, prepare)
+    sets = [(args, kw)] + [_cell_inputs(est, N, T, layout, dtype_name, device, 7919 * i, prepare)
+                           for i in range(1, input_sets)]
     times = {label: [] for label in calls}
     for _ in range(rounds):
         for label, call in calls.items():
@@ -232,7 +242,8 @@ def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name
                 if not err <= TOL[dtype_name]:
                     times[label].append(f"WRONG {err:.1e}")
                     continue
-                fn = lambda: call(args, kw)  # noqa: E731
+                cycle = itertools.cycle(sets)
+                fn = lambda: call(*next(cycle))  # noqa: E731
                 times[label].append(timer(fn) if timer else time_us(fn, device, warmup_ms, rep_ms))
             except Exception as exc:  # noqa: BLE001 - e.g. a block shape over the shared memory
                 times[label].append(f"FAIL {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")

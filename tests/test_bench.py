@@ -171,3 +171,29 @@ def test_small_cells_rotate_through_three_times_the_l2():
     for nbytes in (mb, 7 * mb, 33 * mb):
         sets = B.input_set_count(nbytes, "cuda")
         assert sets * nbytes >= 3 * B.L2_BYTES > (sets - 1) * nbytes
+
+
+def test_checked_times_rotates_input_sets():
+    """With ``input_sets``, ``checked_times`` checks the call on the first input set, then times it
+    taking the sets in turn (distinct inputs, each once per cycle)."""
+    import kernels
+
+    seen = []
+
+    def record(args, kw):
+        seen.append(args[0].data_ptr())
+        return kernels.linear_scan(*args, **kw)
+
+    def timer(fn):
+        seen.clear()
+        for _ in range(6):
+            fn()
+        return 1.0
+
+    times = B.checked_times({"right": record}, "linear_scan", 6, 20, "tn", "f32", 1, 1, 5, device="cpu",
+                            timer=timer, input_sets=3)
+    assert times == {"right": [1.0]}
+    assert len(set(seen)) == 3 and seen[:3] == seen[3:]
+    single = B.checked_times({"right": record}, "linear_scan", 6, 20, "tn", "f32", 1, 1, 5, device="cpu",
+                             timer=timer)
+    assert single == {"right": [1.0]} and len(set(seen)) == 1

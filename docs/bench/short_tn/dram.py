@@ -85,27 +85,14 @@ for est, (dtype_name, T, N) in itertools.product(B.SPECS, cells):
         configs = layout_shapes(est, N, T, dtype_name)
     nbytes = B.cell_bytes(est, N, T, dtype)
     n_sets = 1 if WARM else min(MAX_SETS, max(1, math.ceil(SETS_BYTES / nbytes)))
-    sets = [B.make_inputs(est, N, T, "tn", dtype, "cuda", seed=7919 * i) for i in range(n_sets)]
-    refs, k, _ = B.reference_outputs(est, *sets[0], "tn", 64, 16384, "cuda")
     fn = getattr(kernels, est)
-    times = {label: [] for label in configs}
-    for _ in range(1 if WARM else 2):
-        for label, config in configs.items():
-            out = fn(*sets[0][0], **sets[0][1], config=config)
-            B.sync("cuda")
-            err = B.rel_err(out, refs, k, "tn")
-            if not err <= B.TOL[dtype_name]:
-                times[label].append(f"WRONG {err:.1e}")
-                continue
-            if WARM:
-                continue
-            cycle = itertools.cycle(sets)
-            call = lambda: (lambda a, kw: fn(*a, **kw, config=config))(*next(cycle))  # noqa: E731
-            times[label].append(B.graph_us(call, "cuda", 0.0, calls=max(20, n_sets)))
+    calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
+    timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
+    times = B.checked_times(calls, est, N, T, "tn", dtype_name, 1 if WARM else 2, 10, 50, timer=timer,
+                            input_sets=n_sets)
     labels = {k: B.config_label(c) if c is not None else B.config_label(B.default_config(est, N, T, "tn", dtype))
               for k, c in configs.items()}
     rows.append(dict(estimator=est, dtype=dtype_name, N=N, T=T, sets=n_sets, bytes=nbytes, labels=labels, times=times))
-    del sets
     if not WARM:
         print(f"{est} {dtype_name} {T}x{N} sets={n_sets} " + "  ".join(
             f"{k}[{labels[k]}]=" + "/".join(f"{x:.2f}" if isinstance(x, float) else str(x) for x in v)

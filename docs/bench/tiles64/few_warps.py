@@ -11,7 +11,6 @@ PLAN ``first``: GAE and V-trace at 128 x 4096, 128 x 2048 and 256 x 4096, 8-32 w
 3000, 8 and 16 warps. PLAN ``dram``: GAE on those cells with 8 and 16 warps, each captured call
 reading its own input set (they cycle through four times the L2), as ``../short_tn/dram.py``;
 PLAN ``dram_all``: the same for the other estimators."""
-import itertools
 import json
 import math
 import sys
@@ -23,44 +22,35 @@ from kernels import LaunchConfig  # noqa: E402
 
 PLAN, OUT = sys.argv[1:3]
 WARM = sys.argv[3:] == ["warm"]
+LONG_ROWS = ((128, 4096), (256, 4096), (511, 4096), (200, 3000))
 FIRST = [(est, N, T) for est in ("gae", "vtrace") for N, T in ((128, 4096), (128, 2048), (256, 4096))]
-ALL = [(est, N, T) for est in B.SPECS for N, T in ((128, 4096), (256, 4096), (511, 4096), (200, 3000))]
-if PLAN in ("dram", "dram_all"):
-    estimators = ["gae"] if PLAN == "dram" else [e for e in B.SPECS if e != "gae"]
-    for est, (N, T) in itertools.product(estimators, ((128, 4096), (256, 4096), (511, 4096), (200, 3000))):
-        configs = {"default": None, "4096x1 8w": LaunchConfig(4096, 1, 8), "4096x1 16w": LaunchConfig(4096, 1, 16)}
-        n_sets = min(200, math.ceil(4 * B.L2_BYTES / B.cell_bytes(est, N, T, B.DTYPES["f32"])))
-        sets = [B.make_inputs(est, N, T, "nt", B.DTYPES["f32"], "cuda", seed=7919 * i) for i in range(n_sets)]
-        refs, k, _ = B.reference_outputs(est, *sets[0], "nt", 64, 16384, "cuda")
-        fn = getattr(kernels, est)
-        times = {label: [] for label in configs}
-        for _, (label, config) in itertools.product(range(1 if WARM else 2), configs.items()):
-            out = fn(*sets[0][0], **sets[0][1], config=config)
-            B.sync("cuda")
-            if not B.rel_err(out, refs, k, "nt") <= B.TOL["f32"]:
-                times[label].append("WRONG")
-            elif not WARM:
-                cycle = itertools.cycle(sets)
-                call = lambda: (lambda a, kw: fn(*a, **kw, config=config))(*next(cycle))  # noqa: E731
-                times[label].append(B.graph_us(call, "cuda", 0.0, calls=max(20, n_sets)))
-        print(f"{est} {N}x{T} sets={n_sets} " + "  ".join(
-            f"{k}=" + "/".join(f"{x:.2f}" if isinstance(x, float) else x for x in v) for k, v in times.items()),
-            flush=True)
-    sys.exit()
+ALL = [(est, N, T) for est in B.SPECS for N, T in LONG_ROWS]
+DRAM = [(est, N, T) for est in B.SPECS if (est == "gae") == (PLAN == "dram") for N, T in LONG_ROWS]
+
+
+def input_sets(est: str, N: int, T: int) -> int:
+    """Input sets filling four times the L2 (at most 200) for the DRAM plans, one otherwise."""
+    if PLAN in ("first", "all") or WARM:
+        return 1
+    return min(200, math.ceil(4 * B.L2_BYTES / B.cell_bytes(est, N, T, B.DTYPES["f32"])))
+
+
 rows = []
-for est, N, T in FIRST if PLAN == "first" else ALL:
+for est, N, T in {"first": FIRST, "all": ALL}.get(PLAN, DRAM):
     block_t = kernels._triton.triton.next_power_of_2(T)
     warps = (8, 16, 32) if PLAN == "first" else (8, 16)
     shapes = {"default": None, **{f"{block_t}x1 {w}w": LaunchConfig(block_t, 1, w) for w in warps}}
     if PLAN == "first" and T == 4096:
         shapes["2048x1 16w s2"] = LaunchConfig(2048, 1, 16, num_stages=2)
+    n_sets = input_sets(est, N, T)
     fn = getattr(kernels, est)
     calls = {label: (lambda a, k, c=c: fn(*a, **k, config=c)) for label, c in shapes.items()}
-    timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0))
-    times = B.checked_times(calls, est, N, T, "nt", "f32", 1 if WARM else 2, 10, 50, timer=timer)
-    rows.append(dict(estimator=est, N=N, T=T, times=times))
+    timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
+    times = B.checked_times(calls, est, N, T, "nt", "f32", 1 if WARM else 2, 10, 50, timer=timer,
+                            input_sets=n_sets)
+    rows.append(dict(estimator=est, N=N, T=T, sets=n_sets, times=times))
     if not WARM:
-        print(f"{est} {N}x{T} " + "  ".join(
+        print(f"{est} {N}x{T} " + (f"sets={n_sets} " if n_sets > 1 else "") + "  ".join(
             f"{k}=" + "/".join(f"{x:.2f}" if isinstance(x, float) else str(x)[:60] for x in v)
             for k, v in times.items()), flush=True)
 json.dump(rows, open(OUT, "w"), indent=1)
