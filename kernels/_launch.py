@@ -162,9 +162,13 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
                           sixteen_warp_rows, aligned_rows)
-    if latest_first and not time_contiguous:
-        return replace(config, latest_first=True)
-    return config
+    return in_step_order(config, time_contiguous, latest_first)
+
+
+def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: bool) -> LaunchConfig:
+    """``config`` with its steps in the order the kernel's tiles hold them: ``[T, N]`` tiles of
+    kernels with reverse walks (``latest_first``) latest first, the others in time order."""
+    return replace(config, latest_first=True) if latest_first and not time_contiguous else config
 
 
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
@@ -214,9 +218,10 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             block_n, warps = (16 if t_pow2 <= 16 else 8) * (2 if N >= 16384 else 1), 1
         if itemsize == 2 and 32 <= t_pow2 <= 128 and N >= 8192:
             block_n *= 2  # as many bytes per tile as float32's
-        in_runs = not (t_pow2 == 128 and block_n == 8)  # there Triton's layout measured faster (docs/perf.md)
         if t_pow2 == 64:
             block_n, in_runs = _tiles_of_64_steps(N, itemsize, block_n, wide_scan, light_steps, long_run_tiles)
+        else:
+            in_runs = not (t_pow2 == 128 and block_n == 8)  # there Triton's layout measured faster (docs/perf.md)
         return LaunchConfig(t_pow2, block_n, num_warps=warps, thread_runs=in_runs)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)

@@ -38,7 +38,7 @@ import bench_kernels as B  # noqa: E402
 
 import kernels  # noqa: E402
 from kernels import LaunchConfig  # noqa: E402
-from kernels._launch import kernel_traits  # noqa: E402
+from kernels._launch import in_step_order, kernel_traits  # noqa: E402
 from kernels._triton import triton  # noqa: E402
 
 DEFAULT_SHAPES = "8192x4096,512x8192,2048x2048,16x1048576"
@@ -78,10 +78,9 @@ def candidates(N: int, T: int, layout: str, sms: int = 132, stages: tuple = (1,)
 
 def in_kernel_order(est: str, layout: str, configs: list[LaunchConfig]) -> list[LaunchConfig]:
     """``[T, N]`` candidates of kernels with reverse walks hold their steps latest first, as the
-    kernels' own block shapes do (``choose_config``'s ``latest_first``)."""
-    if layout != "tn" or not kernel_traits(est)["latest_first"]:
-        return configs
-    return [replace(c, latest_first=True) for c in configs]
+    kernels' own block shapes do (``_launch.in_step_order``)."""
+    latest_first = kernel_traits(est)["latest_first"]
+    return [in_step_order(c, layout == "nt", latest_first) for c in configs]
 
 
 def _inputs(est, N, T, layout, dtype):
