@@ -106,7 +106,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     :func:`paired_rows_from` elements (GAE, V-trace, Retrace, lambda and discounted returns;
     docs/perf.md, "Thread quarters"); ``narrow_short_tiles`` for kernels whose float32 ``[T, N]``
     tiles of 33-256 steps measured faster 8 environments wide than 16 up to 8191 environments,
-    inputs from DRAM (Retrace, discounted returns; docs/perf.md, "Short time-major sequences");
+    inputs from DRAM (Retrace, discounted returns; docs/perf.md, "Short time-major sequences"), and
+    whose longer float32 tiles below 4096 environments 16 wide than 32
+    (:func:`_longer_tiles_below_4096_envs`);
     ``sixteen_warp_rows`` for kernels whose float32 ``[N, T]`` rows of 2049-4096 steps, from 128 to
     511 environments, measured faster one per program on 16 warps than on 8 (GAE, V-trace;
     docs/perf.md, "Sixteen-warp rows"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
@@ -149,6 +151,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
+    * ``[T, N]``, longer, float32 from 512 to 4095 environments, not V-trace: longer tiles where
+      :func:`_longer_tiles_below_4096_envs` gives them (GAE, Retrace, discounted returns below 1024
+      environments or up to 2^20 elements; the others up to 4095 environments).
     * ``[T, N]``, longer, from 512 environments (the rest): two-warp look-back tiles in thread runs
       for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096 environments with
       ``light_steps``; docs/perf.md, "Thread runs"); otherwise small one-warp look-back tiles,
@@ -236,6 +241,11 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
     if N >= 512:
+        if itemsize == 4 and N < 4096 and not wide_scan:
+            longer = _longer_tiles_below_4096_envs(T, N, successor_rows, narrow_short_tiles, long_run_tiles,
+                                                   light_steps, aligned_rows)
+            if longer is not None:
+                return longer
         if wide_scan:
             walk = N >= 8192 and aligned_rows
             return LaunchConfig(32, 16, num_warps=2, num_stages=3) if walk else LaunchConfig(16, 32, 2, True)
@@ -269,6 +279,36 @@ def _tiles_of_64_steps(N: int, itemsize: int, block_n: int, wide_scan: bool, lig
     if itemsize == 2 and not light_steps and N >= 2048:  # linear_scan
         return 32, True
     return block_n, True
+
+
+def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_short_tiles: bool,
+                                  long_run_tiles: bool, light_steps: bool,
+                                  aligned_rows: bool) -> Optional[LaunchConfig]:
+    """Float32 ``[T, N]`` block shape for sequences of more than 256 steps from 512 to 4095
+    environments where tiles longer than the two-warp 32-step look-back tiles measured faster (H200,
+    inputs from DRAM; docs/perf.md, "Longer tiles below 4096 environments"); ``None`` where those
+    stay (and for V-trace, whose longer tiles lost where N or T is not a power of two).
+    ``elements`` is N times T rounded up to a power of two.
+
+    * GAE, Retrace, discounted returns (``successor_rows`` or ``narrow_short_tiles``): 128 x 16
+      look-back tiles on four warps below 1024 environments or up to 2^20 elements.
+    * The others: sequences of up to 1024 steps and 2^20 elements whole, one program per 8
+      environments on 8 warps (with ``light_steps`` only in 16-aligned rows); else look-back tiles,
+      128 x 32 on four warps with ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic
+      sums), 256 x 32 on eight for lambda returns in 16-aligned rows.
+
+    Every tile holds its steps in thread runs."""
+    t_pow2 = triton.next_power_of_2(T)
+    elements = N * t_pow2
+    if successor_rows or narrow_short_tiles:
+        if N < 1024 or elements <= 2**20:
+            return LaunchConfig(128, 16, num_warps=4, lookback=True, thread_runs=True)
+        return None
+    if t_pow2 <= 1024 and elements <= 2**20 and (aligned_rows or not light_steps):
+        return LaunchConfig(t_pow2, 8, num_warps=8, thread_runs=True)
+    if long_run_tiles:
+        return LaunchConfig(128, 32, num_warps=4, lookback=True, thread_runs=True)
+    return LaunchConfig(256, 32, num_warps=8, lookback=True, thread_runs=True) if aligned_rows else None
 
 
 def paired_rows_from(wide_scan: bool, successor_rows: bool) -> int:

@@ -240,8 +240,11 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
     reverse = estimator not in FORWARD_ONLY
-    for N, T in [(512, 8192), (1024, 4096), (2048, 2048), (4096, 4096), (6000, 1000)]:
+    narrow = traits["successor_rows"] or traits["narrow_short_tiles"]
+    for N, T in [(1024, 4096), (2048, 2048), (4096, 4096), (6000, 1000)]:
         c = config(estimator, T, N, False, 4)
+        if N < (1024 if narrow else 4096) and not traits["wide_scan"]:
+            continue  # longer tiles (test_longer_tiles_below_4096_environments)
         if traits["long_run_tiles"] and N >= 4096:
             assert not c.lookback, (N, T, c)  # walks (test_long_run_kernels_walk_from_4096_environments)
         elif traits["wide_scan"] or (traits["light_steps"] and N >= 4096):
@@ -251,6 +254,46 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
             assert c == LaunchConfig(block_t, 32, 2, lookback=True, latest_first=reverse, thread_runs=True), (N, T)
         for itemsize in (2, 8) if not (traits["long_run_tiles"] and N >= 4096) else (8,):
             assert not config(estimator, T, N, False, itemsize).thread_runs
+
+
+LONGER_TILES = {  # (T, N): block shape by kernel group, as (block_t, block_n, warps, lookback); None: unchanged
+    (512, 512): {"narrow": (128, 16, 4, True), "light": (512, 8, 8, False), "other": (512, 8, 8, False)},
+    (1000, 1000): {"narrow": (128, 16, 4, True), "light": (128, 32, 4, True), "other": (1024, 8, 8, False)},
+    (8192, 1023): {"narrow": (128, 16, 4, True), "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True),
+                   "lambda": None},
+    (2048, 2048): {"narrow": None, "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True),
+                   "lambda": (256, 32, 8, True)},
+    (300, 3008): {"narrow": None, "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True),
+                  "lambda": (256, 32, 8, True)},
+    (4096, 4095): {"narrow": None, "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True), "lambda": None},
+}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
+    """Float32 ``[T, N]`` sequences of more than 256 steps from 512 to 4095 environments take tiles
+    longer than the two-warp 32-step look-back tiles where those measured slower (H200, inputs from
+    DRAM): GAE, Retrace and discounted returns ("narrow") 128 x 16 look-back tiles below 1024
+    environments or up to 2^20 elements; the others whole sequences of up to 1024 steps and 2^20
+    elements on 8 warps (the light kernels only in 16-aligned rows: N = 1000 is not), else 128 x 32
+    look-back tiles (``LONG_RUN_TILES``) or, in 16-aligned rows, 256 x 32 on 8 warps (lambda
+    returns). All in thread runs. V-trace, and 16-bit floats, keep their short tiles."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    group = ("vtrace" if traits["wide_scan"] else "narrow" if traits["successor_rows"] or traits["narrow_short_tiles"]
+             else "light" if traits["light_steps"] else estimator if traits["long_run_tiles"] else "lambda")
+    assert group in ("vtrace", "narrow", "light", "linear_scan") or estimator == "lambda_returns"
+    for (T, N), shapes in LONGER_TILES.items():
+        shape = None if group == "vtrace" else shapes.get(group, shapes.get("other"))
+        c = config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
+        if shape is None:
+            assert c.block_t <= 32, (T, N, c)
+        else:
+            block_t, block_n, warps, lookback = shape
+            assert c == LaunchConfig(block_t, block_n, warps, lookback=lookback,
+                                     latest_first=estimator not in FORWARD_ONLY, thread_runs=True), (T, N)
+        assert config(estimator, T, N, False, 2, aligned_rows=N % 16 == 0).block_t <= 32, (T, N)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
