@@ -4,7 +4,7 @@
         --layouts tn,nt --jobs 12 --out tune.jsonl
 
 Candidates depend on the layout: with environments contiguous (``tn``) wide tiles over
-environments and short time chunks, each in Triton's layout and in thread runs
+environments and time chunks of 2-1024 steps, each in Triton's layout and in thread runs
 (``LaunchConfig.thread_runs``), their steps latest first for kernels with reverse walks (as the
 kernels' own ``[T, N]`` tiles); with time contiguous (``nt``) long time chunks over few
 environments; each with and without look-back and 1-8 warps, keeping 4-64 elements per thread, and
@@ -53,7 +53,7 @@ def candidates(N: int, T: int, layout: str, sms: int = 132, stages: tuple = (1,)
     (``tn``) tiles come in Triton's layout and in thread runs. ``lookback=False`` leaves the
     look-back tiles out."""
     if layout == "tn":
-        block_ts, block_ns = (2, 4, 8, 16, 32, 64, 128, 256), (8, 16, 32, 64, 128, 256, 512, 1024)
+        block_ts, block_ns = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), (8, 16, 32, 64, 128, 256, 512, 1024)
     else:
         block_ts, block_ns = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), (1, 2, 4, 8, 16, 32, 64, 128)
     t_max, n_max = triton.next_power_of_2(T), triton.next_power_of_2(N)

@@ -51,6 +51,16 @@ def test_candidates_follow_the_contiguous_axis():
     assert not any(c.thread_runs for c in nt)  # thread runs are a [T, N] layout
 
 
+def test_time_major_candidates_include_whole_sequences_and_long_look_back_tiles():
+    """The shapes the sweeps found fastest for float32 ``[T, N]`` sequences of more than 256 steps
+    from 512 to 4095 environments are in the tuner's list: 1024 steps held whole, 8 environments on
+    8 warps, and 128- and 256-step look-back tiles, all also in thread runs."""
+    tn = K.candidates(1000, 1000, "tn")
+    for c in (K.LaunchConfig(1024, 8, 8), K.LaunchConfig(128, 16, 4, True), K.LaunchConfig(128, 32, 4, True),
+              K.LaunchConfig(256, 32, 8, True)):
+        assert c in tn and replace(c, thread_runs=True) in tn, c
+
+
 @pytest.mark.parametrize("estimator, reverse", [("gae", True), ("linear_scan", True), ("eligibility_traces", False)])
 def test_time_major_candidates_hold_their_steps_as_the_kernel_does(estimator, reverse):
     """Reverse kernels' ``[T, N]`` tiles hold their steps latest first (``choose_config``), so the
