@@ -13,19 +13,19 @@ input set (they cycle through four times the L2), two rounds interleaved (from t
   PYTHONPATH=<checkout before>:<checkout before>/scripts python docs/bench/whole_tn/before_after.py old-rule OUT"""
 import itertools
 import json
-import math
 import sys
 import time
 
 sys.path.append("scripts")
+sys.path.append("docs/bench/whole_tn")
 import bench_kernels as B  # noqa: E402
 import kernels  # noqa: E402
+from sweep import MID_CELLS, dram_cell  # noqa: E402
 
 HELD_OUT = [(700, 600), (3000, 768), (6000, 1500), (1000, 1000), (5000, 3000), (2048, 3072), (512, 1536), (1500, 520),
             (4096, 4000), (300, 2000), (8192, 700), (2000, 2047)]
-CELLS = [(T, N) for N in (512, 1024, 2048) for T in (512, 1024, 2048, 4096, 8192)] + HELD_OUT
+CELLS = MID_CELLS + HELD_OUT
 OLD_RULE = "docs/bench/whole_tn/old_rule.json"
-SETS_BYTES = 4 * B.L2_BYTES
 
 
 def default_label(est: str, T: int, N: int) -> str:
@@ -50,19 +50,8 @@ for (T, N), est in itertools.product(CELLS, B.SPECS):
     labels = {"default": default_label(est, T, N), "old": old_rule[f"{est} {T} {N}"]}
     if labels["old"] == labels["default"]:
         continue
-    nbytes = B.cell_bytes(est, N, T, B.DTYPES["f32"])
-    n_sets = 1 if WARM else min(200, max(1, math.ceil(SETS_BYTES / nbytes)))
-    fn = getattr(kernels, est)
-    calls = {"default": lambda a, kw: fn(*a, **kw),
-             "old": lambda a, kw, c=B.parse_config_label(labels["old"]): fn(*a, **kw, config=c)}
-    timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
-    times = B.checked_times(calls, est, N, T, "tn", "f32", 1 if WARM else 2, 10, 50, timer=timer, input_sets=n_sets)
-    rows.append(dict(estimator=est, N=N, T=T, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs, labels=labels,
-                     times=times))
+    configs = {"default": None, "old": B.parse_config_label(labels["old"])}
+    rows.append(dram_cell(est, T, N, configs, WARM, copy_gbs, labels))
     if not WARM:
-        def show(x):
-            return f"{x:.1f}({nbytes / x / 1e3 / copy_gbs:.0%})" if isinstance(x, float) else str(x)[:40]
-        print(f"{est} {T}x{N} sets={n_sets} " + "  ".join(
-            f"{k}[{labels[k]}]=" + "/".join(show(x) for x in v) for k, v in times.items()), flush=True)
         json.dump(rows, open(OUT, "w"), indent=1)
 print(f"done in {time.time() - start:.0f} s", flush=True)

@@ -27,9 +27,6 @@ sys.path.append("scripts")
 import bench_kernels as B  # noqa: E402
 import kernels  # noqa: E402
 
-PLAN, OUT = sys.argv[1:3]
-WARM = sys.argv[3:4] == ["warm"]
-ONLY = sys.argv[4] if WARM else None
 CELLS = [(512, 8192), (1024, 8192), (512, 16384), (2048, 2048), (8192, 512), (1024, 4096), (4096, 4096), (2048, 4096),
          (4096, 1024), (512, 4096), (1024, 2048), (2048, 1024), (4096, 512), (512, 2048), (1024, 1024), (2048, 512)]
 MID_CELLS = [(T, N) for N in (512, 1024, 2048) for T in (512, 1024, 2048, 4096, 8192)]
@@ -60,28 +57,42 @@ def mid_shapes(est: str, T: int) -> dict:
     return {label: B.parse_config_label(label) for label in labels}
 
 
-copy_gbs = 0.0 if WARM else B.copy_bandwidth("cuda", 2**30, 25, 200)
-rows = []
-start = time.time()
-for (T, N), est in itertools.product(CELLS if PLAN == "whole" else MID_CELLS, B.SPECS):
-    if ONLY and est != ONLY:
-        continue
-    default = B.default_config(est, N, T, "tn", B.DTYPES["f32"])
-    configs = {"default": None, **{k: c for k, c in (whole_shapes if PLAN == "whole" else mid_shapes)(est, T).items()
-                                    if c != default}}
+def dram_cell(est: str, T: int, N: int, configs: dict, warm: bool, copy_gbs: float, labels: dict) -> dict:
+    """One float32 ``[T, N]`` cell: ``configs`` maps a label to a block shape (``None``: the kernels'
+    choice), each checked against the reference, then timed from a CUDA graph whose calls cycle
+    through input sets filling ``SETS_BYTES``, two rounds (``warm``: one call each, untimed). The
+    row is printed (time and fraction of the copy) unless ``warm``."""
     nbytes = B.cell_bytes(est, N, T, B.DTYPES["f32"])
-    n_sets = 1 if WARM else min(200, max(1, math.ceil(SETS_BYTES / nbytes)))
+    n_sets = 1 if warm else min(200, max(1, math.ceil(SETS_BYTES / nbytes)))
     fn = getattr(kernels, est)
     calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
-    timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
-    times = B.checked_times(calls, est, N, T, "tn", "f32", 1 if WARM else 2, 10, 50, timer=timer, input_sets=n_sets)
-    labels = {k: B.config_label(c or default) for k, c in configs.items()}
-    rows.append(dict(estimator=est, N=N, T=T, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs, labels=labels,
-                     times=times))
-    if not WARM:
+    timer = (lambda f: 0.0) if warm else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
+    times = B.checked_times(calls, est, N, T, "tn", "f32", 1 if warm else 2, 10, 50, timer=timer, input_sets=n_sets)
+    row = dict(estimator=est, N=N, T=T, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs, labels=labels, times=times)
+    if not warm:
         def show(x):
             return f"{x:.1f}({nbytes / x / 1e3 / copy_gbs:.0%})" if isinstance(x, float) else str(x)[:40]
         print(f"{est} {T}x{N} sets={n_sets} " + "  ".join(
             f"{k}[{labels[k]}]=" + "/".join(show(x) for x in v) for k, v in times.items()), flush=True)
-        json.dump(rows, open(OUT, "w"), indent=1)
-print(f"done in {time.time() - start:.0f} s", flush=True)
+    return row
+
+
+def main(plan: str, out: str, warm: bool, only: str = None) -> None:
+    copy_gbs = 0.0 if warm else B.copy_bandwidth("cuda", 2**30, 25, 200)
+    rows = []
+    start = time.time()
+    for (T, N), est in itertools.product(CELLS if plan == "whole" else MID_CELLS, B.SPECS):
+        if only and est != only:
+            continue
+        default = B.default_config(est, N, T, "tn", B.DTYPES["f32"])
+        shapes = (whole_shapes if plan == "whole" else mid_shapes)(est, T)
+        configs = {"default": None, **{k: c for k, c in shapes.items() if c != default}}
+        labels = {k: B.config_label(c or default) for k, c in configs.items()}
+        rows.append(dram_cell(est, T, N, configs, warm, copy_gbs, labels))
+        if not warm:
+            json.dump(rows, open(out, "w"), indent=1)
+    print(f"done in {time.time() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3:4] == ["warm"], sys.argv[4] if sys.argv[3:4] == ["warm"] else None)
