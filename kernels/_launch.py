@@ -107,8 +107,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     docs/perf.md, "Thread quarters"); ``narrow_short_tiles`` for kernels whose float32 ``[T, N]``
     tiles of 33-256 steps measured faster 8 environments wide than 16 up to 8191 environments,
     inputs from DRAM (Retrace, discounted returns; docs/perf.md, "Short time-major sequences"), and
-    whose longer float32 tiles below 4096 environments 16 wide than 32
-    (:func:`_longer_tiles_below_4096_envs`);
+    whose float32 look-back tiles of longer sequences below 4096 environments measured faster 16
+    environments wide than 32 (:func:`_longer_tiles_below_4096_envs`);
     ``sixteen_warp_rows`` for kernels whose float32 ``[N, T]`` rows of 2049-4096 steps, from 128 to
     511 environments, measured faster one per program on 16 warps than on 8 (GAE, V-trace;
     docs/perf.md, "Sixteen-warp rows"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile

@@ -241,11 +241,13 @@ def test_time_major_tiles_of_33_to_64_steps(compiled_block_shapes, estimator):
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator):
-    """From 512 to 8191 environments, float32 ``[T, N]`` sequences longer than one chunk take
-    two-warp look-back tiles in thread runs: 64 x 32 for kernels with ``LONG_RUN_TILES``, 32 x 32
-    otherwise; V-trace keeps its 16 x 32 tiles (and the light kernels, in rows that are not
-    16-aligned, their one-warp tiles from 4096 environments; H200 before-and-after runs). 16-bit
-    and 64-bit floats keep their tiles. ``LONG_RUN_TILES`` kernels walk from 4096 environments."""
+    """From 512 to 8191 environments, where the longer tiles below 4096 environments do not apply
+    (``test_longer_tiles_below_4096_environments``), float32 ``[T, N]`` sequences longer than one
+    chunk take two-warp look-back tiles in thread runs: 64 x 32 for kernels with
+    ``LONG_RUN_TILES``, 32 x 32 otherwise; V-trace keeps its 16 x 32 tiles (and the light kernels,
+    in rows that are not 16-aligned, their one-warp tiles from 4096 environments; H200
+    before-and-after runs). 16-bit and 64-bit floats keep their tiles. ``LONG_RUN_TILES`` kernels
+    walk from 4096 environments."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
