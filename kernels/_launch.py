@@ -287,7 +287,7 @@ def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_s
     """Float32 ``[T, N]`` block shape for sequences of more than 256 steps from 512 to 4095
     environments where tiles longer than the two-warp 32-step look-back tiles measured faster (H200,
     inputs from DRAM; docs/perf.md, "Longer tiles below 4096 environments"); ``None`` where those
-    stay (and for V-trace, whose longer tiles lost where N or T is not a power of two).
+    stay. Not called for V-trace, whose longer tiles lost where N or T is not a power of two.
     ``elements`` is N times T rounded up to a power of two.
 
     * GAE, Retrace, discounted returns (``successor_rows`` or ``narrow_short_tiles``): 128 x 16

@@ -188,6 +188,9 @@ def rel_err(outs, refs, k, layout) -> float:
     return worst
 
 
+INPUT_SET_SEED_STEP = 7919  # input set i of a cell is seeded base + INPUT_SET_SEED_STEP * i
+
+
 def _cell_inputs(est, N, T, layout, dtype_name, device, seed, prepare=None):
     """One set of a cell's random inputs, changed by ``prepare`` if given."""
     args, kw = make_inputs(est, N, T, layout, DTYPES[dtype_name], device, seed)
@@ -227,10 +230,10 @@ def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name
     ``prepare(args, kwargs) -> (args, kwargs)`` changes the random inputs first (e.g. drops one);
     ``timer(fn) -> us`` replaces ``time_us`` (e.g. ``graph_us`` for short cells). With
     ``input_sets`` > 1 the timed calls take that many input sets in turn (the checked one first, the
-    others seeded ``7919 * i``), so that calls replayed without an L2 flush read their inputs from
+    others seeded ``INPUT_SET_SEED_STEP * i``), so that calls replayed without an L2 flush read their inputs from
     DRAM."""
     args, kw, (refs, k, _) = _checked_cell(est, N, T, layout, dtype_name, device, check_envs, prepare)
-    sets = [(args, kw)] + [_cell_inputs(est, N, T, layout, dtype_name, device, 7919 * i, prepare)
+    sets = [(args, kw)] + [_cell_inputs(est, N, T, layout, dtype_name, device, INPUT_SET_SEED_STEP * i, prepare)
                            for i in range(1, input_sets)]
     times = {label: [] for label in calls}
     for _ in range(rounds):
@@ -309,13 +312,13 @@ GRAPH_CALLS = 20  # calls captured in one CUDA graph for graph_us (at least; one
 MAX_INPUT_SETS = 256
 
 
-def input_set_count(nbytes: int, device) -> int:
-    """How many input sets a cell of ``nbytes`` rotates through on a GPU: enough to fill three times
-    the L2 (at most ``MAX_INPUT_SETS``), so that each timed call, and each call replayed from a
+def input_set_count(nbytes: int, device, l2_fills: int = 3, most: int = MAX_INPUT_SETS) -> int:
+    """How many input sets a cell of ``nbytes`` rotates through on a GPU: enough to fill the L2
+    ``l2_fills`` times (at most ``most``), so that each timed call, and each call replayed from a
     CUDA graph (which has no L2 flush), reads inputs the L2 does not hold. One on the CPU."""
     if torch.device(device).type != "cuda":
         return 1
-    return max(1, min(MAX_INPUT_SETS, math.ceil(3 * L2_BYTES / nbytes)))
+    return max(1, min(most, math.ceil(l2_fills * L2_BYTES / nbytes)))
 
 
 def graph_us(fn, device, floor_us: float, calls: int = GRAPH_CALLS, replays: int = 10) -> Optional[float]:
@@ -421,7 +424,7 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
     if nbytes > MAX_CELL_BYTES:
         return [dict(base, impl=i, status="skipped", note=f"{nbytes / 2**30:.1f} GiB > 4 GiB") for i in impls]
     try:
-        sets = [make_inputs(est, N, T, layout, dtype, device, seed=opts.seed + 7919 * i)
+        sets = [_cell_inputs(est, N, T, layout, dtype_name, device, opts.seed + INPUT_SET_SEED_STEP * i)
                 for i in range(input_set_count(nbytes, device))]
         sync(device)
         refs, k, ref_kind = reference_outputs(est, *sets[0], layout, opts.check_envs, opts.ref_max_t, device)

@@ -168,6 +168,8 @@ def test_small_cells_rotate_through_three_times_the_l2():
     assert B.input_set_count(1024, "cuda") == B.MAX_INPUT_SETS
     assert B.input_set_count(3 * B.L2_BYTES, "cuda") == 1
     assert B.input_set_count(mb, "cpu") == 1
+    assert B.input_set_count(mb, "cuda", l2_fills=4, most=200) == 200  # the sweeps' four fills, capped
+    assert B.input_set_count(9 * mb, "cuda", l2_fills=4, most=200) == math.ceil(4 * B.L2_BYTES / (9 * mb))
     for nbytes in (mb, 7 * mb, 33 * mb):
         sets = B.input_set_count(nbytes, "cuda")
         assert sets * nbytes >= 3 * B.L2_BYTES > (sets - 1) * nbytes

@@ -1,9 +1,9 @@
 """The short ``[T, N]`` rule against the first session's table with inputs from DRAM (twelfth
 session): ``sweep.py`` and ``verify.py`` replay one input set, which the L2 keeps between replays
 for cells under ~50 MB; here each captured call reads its own input set, cycling through enough
-sets to be several times the L2 (``SETS_BYTES``; at least 20 calls per graph, at most
-``MAX_SETS`` sets). Every label is checked against the float64 reference on the first set first;
-device time per call from the CUDA graph, two rounds interleaved (from the repository root):
+sets to be four times the L2 (at least 20 calls per graph, at most 200 sets). Every label is
+checked against the float64 reference on the first set first; device time per call from the CUDA
+graph, two rounds interleaved (from the repository root):
 
   PYTHONPATH=. python docs/bench/short_tn/dram.py PLAN OUT.json [warm ESTIMATOR]
 
@@ -18,7 +18,6 @@ environments, 6000: rows not 16-aligned) in four-warp tiles 4, 8 and 16 environm
 also 32), each in thread runs and in Triton's layout, with ``default``."""
 import itertools
 import json
-import math
 import sys
 import time
 from dataclasses import replace
@@ -34,8 +33,6 @@ WARM = sys.argv[3:4] == ["warm"]
 ONLY = sys.argv[4] if WARM else None
 CELLS = [(4096, 128), (1024, 128), (2048, 128), (8192, 128), (16384, 128), (4096, 256), (8192, 256), (4096, 64),
          (16384, 64), (4096, 32), (4096, 16), (1024, 16), (32768, 16), (4096, 8), (32768, 8)]
-SETS_BYTES = 4 * B.L2_BYTES
-MAX_SETS = 200
 TILES = [("f32", T, N) for T in (64, 128, 256) for N in (1024, 2048, 4096, 8192)]
 TILES += [("bf16", T, N) for T in (32, 64, 128) for N in (4096, 8192)]
 LAYOUTS = [("f32", 64, N) for N in (2048, 4096, 6000, 8192)]
@@ -84,7 +81,7 @@ for est, (dtype_name, T, N) in itertools.product(B.SPECS, cells):
     else:
         configs = layout_shapes(est, N, T, dtype_name)
     nbytes = B.cell_bytes(est, N, T, dtype)
-    n_sets = 1 if WARM else min(MAX_SETS, max(1, math.ceil(SETS_BYTES / nbytes)))
+    n_sets = 1 if WARM else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
     fn = getattr(kernels, est)
     calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
     timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))

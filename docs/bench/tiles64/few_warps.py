@@ -12,7 +12,6 @@ PLAN ``first``: GAE and V-trace at 128 x 4096, 128 x 2048 and 256 x 4096, 8-32 w
 reading its own input set (they cycle through four times the L2), as ``../short_tn/dram.py``;
 PLAN ``dram_all``: the same for the other estimators."""
 import json
-import math
 import sys
 
 sys.path.append("scripts")
@@ -32,7 +31,7 @@ def input_sets(est: str, N: int, T: int) -> int:
     """Input sets filling four times the L2 (at most 200) for the DRAM plans, one otherwise."""
     if PLAN in ("first", "all") or WARM:
         return 1
-    return min(200, math.ceil(4 * B.L2_BYTES / B.cell_bytes(est, N, T, B.DTYPES["f32"])))
+    return B.input_set_count(B.cell_bytes(est, N, T, B.DTYPES["f32"]), "cuda", l2_fills=4, most=200)
 
 
 rows = []

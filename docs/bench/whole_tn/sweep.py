@@ -19,7 +19,6 @@ and ``default``.
 fraction of a device-to-device copy measured in the same process is printed with each time."""
 import itertools
 import json
-import math
 import sys
 import time
 
@@ -30,7 +29,6 @@ import kernels  # noqa: E402
 CELLS = [(512, 8192), (1024, 8192), (512, 16384), (2048, 2048), (8192, 512), (1024, 4096), (4096, 4096), (2048, 4096),
          (4096, 1024), (512, 4096), (1024, 2048), (2048, 1024), (4096, 512), (512, 2048), (1024, 1024), (2048, 512)]
 MID_CELLS = [(T, N) for N in (512, 1024, 2048) for T in (512, 1024, 2048, 4096, 8192)]
-SETS_BYTES = 4 * B.L2_BYTES
 LOOKBACK_TILES = ((256, 16, 4), (512, 8, 8), (512, 16, 8), (1024, 8, 8))
 
 
@@ -60,10 +58,10 @@ def mid_shapes(est: str, T: int) -> dict:
 def dram_cell(est: str, T: int, N: int, configs: dict, warm: bool, copy_gbs: float, labels: dict) -> dict:
     """One float32 ``[T, N]`` cell: ``configs`` maps a label to a block shape (``None``: the kernels'
     choice), each checked against the reference, then timed from a CUDA graph whose calls cycle
-    through input sets filling ``SETS_BYTES``, two rounds (``warm``: one call each, untimed). The
+    through input sets filling four times the L2 (at most 200), two rounds (``warm``: one call each, untimed). The
     row is printed (time and fraction of the copy) unless ``warm``."""
     nbytes = B.cell_bytes(est, N, T, B.DTYPES["f32"])
-    n_sets = 1 if warm else min(200, max(1, math.ceil(SETS_BYTES / nbytes)))
+    n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
     fn = getattr(kernels, est)
     calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
     timer = (lambda f: 0.0) if warm else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
