@@ -78,7 +78,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   pipelined_walks: bool = True, light_steps: bool = False, latest_first: bool = False,
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
                   one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
-                  sixteen_warp_rows: bool = False, aligned_rows: bool = True) -> LaunchConfig:
+                  sixteen_warp_rows: bool = False, short_look_back_tiles: bool = False,
+                  aligned_rows: bool = True) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -111,7 +112,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     environments wide than 32 (:func:`_longer_tiles_below_4096_envs`);
     ``sixteen_warp_rows`` for kernels whose float32 ``[N, T]`` rows of 2049-4096 steps, from 128 to
     511 environments, measured faster one per program on 16 warps than on 8 (GAE, V-trace;
-    docs/perf.md, "Sixteen-warp rows"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
+    docs/perf.md, "Sixteen-warp rows"); ``short_look_back_tiles`` for kernels whose float32
+    ``[T, N]`` sequences of 129-256 steps from 4096 to 8192 environments measured faster in 64 x 32
+    four-warp look-back tiles than held whole (Retrace; docs/perf.md, "Look-back tiles for short
+    sequences, and bf16 tiles"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
     start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
@@ -140,14 +144,19 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       instead of thread runs; tiles of 33-64 steps as :func:`_tiles_of_64_steps` says (most in
       Triton's layout). From ``SHORT_WALKS_FROM`` elements (T rounded up to at least 128; rows
       16-aligned), 33-256 steps are walked in 16 x 32 one-warp tiles, three chunks deep
-      (docs/perf.md, "Short time-major sequences"). 64-bit floats: the whole sequence
+      (docs/perf.md, "Short time-major sequences"); float32 with ``short_look_back_tiles``: 129-256
+      steps from 4096 environments to ``SHORT_WALKS_FROM`` elements in 64 x 32 look-back tiles on
+      four warps, in thread runs. 64-bit floats: the whole sequence
       per program in tiles of ~1024 elements (first session).
     * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``):
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
       hold runs of consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
-      ``wide_scan`` and for float32 with ``successor_rows``, 64 x 32 on two for 16-bit floats with
-      ``light_steps`` (docs/perf.md, "Thread runs"); float32 with ``deep_walks``: four chunks deep,
-      64 x 64 on four warps (32 x 64 from 16384 environments; docs/perf.md, "Deep walks").
+      ``wide_scan`` and for float32 with ``successor_rows`` (docs/perf.md, "Thread runs"); float32
+      with ``deep_walks``: four chunks deep, 64 x 64 on four warps (32 x 64 from 16384 environments;
+      docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` (with ``light_steps`` from
+      2048 steps): four chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for
+      short sequences, and bf16 tiles"); 64 x 32 on two for the other 16-bit floats with
+      ``light_steps``.
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
@@ -156,7 +165,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       environments or up to 2^20 elements; the others up to 4095 environments).
     * ``[T, N]``, longer, from 512 environments (the rest): two-warp look-back tiles in thread runs
       for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096 environments with
-      ``light_steps``; docs/perf.md, "Thread runs"); otherwise small one-warp look-back tiles,
+      ``light_steps``; docs/perf.md, "Thread runs"); 16-bit floats in 16-aligned rows where
+      :func:`_half_float_look_back_tiles` gives them (two- and four-warp tiles in thread runs);
+      otherwise small one-warp look-back tiles,
       16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with ``light_steps``,
       32 x 64 for their 16-bit floats). V-trace takes two-warp 16 x 32 tiles (float64 from 8192
       environments with ``aligned_rows``: a pipelined 32 x 16 walk). Fewer environments take long
@@ -166,7 +177,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     """
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
-                          sixteen_warp_rows, aligned_rows)
+                          sixteen_warp_rows, short_look_back_tiles, aligned_rows)
     return in_step_order(config, time_contiguous, latest_first)
 
 
@@ -179,7 +190,7 @@ def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: boo
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
                  one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, sixteen_warp_rows: bool,
-                 aligned_rows: bool) -> LaunchConfig:
+                 short_look_back_tiles: bool, aligned_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -215,6 +226,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             return LaunchConfig(block_t, 1, num_warps=min(most_warps, block_t // 256))
         return LaunchConfig(1024, 1, num_warps=2, lookback=True) if wide_scan else LaunchConfig(2048, 1, 4, True)
     if T <= 256 and itemsize <= 4:
+        if short_look_back_tiles and itemsize == 4 and t_pow2 == 256 and 4096 <= N and N * t_pow2 <= SHORT_WALKS_FROM:
+            return LaunchConfig(64, 32, num_warps=4, lookback=True, thread_runs=True)
         if t_pow2 >= 64 and aligned_rows and N * max(t_pow2, 128) >= SHORT_WALKS_FROM:
             return LaunchConfig(16, 32, num_warps=1, num_stages=3, thread_runs=True)
         if t_pow2 >= 64:
@@ -237,6 +250,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             return LaunchConfig(32 if N >= 16384 else 64, 64, num_warps=4, num_stages=4, thread_runs=True)
         if wide_scan or (successor_rows and itemsize == 4):
             return LaunchConfig(32, 32, num_warps=2, num_stages=3, thread_runs=True)
+        if long_run_tiles and itemsize == 2 and (t_pow2 >= 2048 or not light_steps):
+            return LaunchConfig(128, 64, num_warps=4, num_stages=4, thread_runs=True)
         if light_steps and itemsize == 2:
             return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
@@ -246,6 +261,10 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
                                                    light_steps, aligned_rows)
             if longer is not None:
                 return longer
+        if itemsize == 2 and aligned_rows:
+            half = _half_float_look_back_tiles(N, wide_scan, successor_rows, long_run_tiles)
+            if half is not None:
+                return half
         if wide_scan:
             walk = N >= 8192 and aligned_rows
             return LaunchConfig(32, 16, num_warps=2, num_stages=3) if walk else LaunchConfig(16, 32, 2, True)
@@ -311,6 +330,28 @@ def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_s
     return LaunchConfig(256, 32, num_warps=8, lookback=True, thread_runs=True) if aligned_rows else None
 
 
+def _half_float_look_back_tiles(N: int, wide_scan: bool, successor_rows: bool,
+                                long_run_tiles: bool) -> Optional[LaunchConfig]:
+    """16-bit float ``[T, N]`` block shape for sequences of more than 256 steps from 512
+    environments in 16-aligned rows, below the walks, where look-back tiles in thread runs of about
+    float32's bytes measured faster than the one-warp 16- and 32-step tiles (H200, inputs from
+    DRAM; docs/perf.md, "Look-back tiles for short sequences, and bf16 tiles"); ``None`` where
+    those stay.
+
+    * ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic sums): 64 x 64 on two
+      warps, below 4096 environments (walks from there).
+    * V-trace (``wide_scan``): 64 x 16 on two warps below 2048 environments.
+    * GAE and Retrace (``successor_rows``): 128 x 32 on four warps below 2048 environments.
+    * Lambda and discounted returns: 128 x 32 on four warps (walks from 8192 environments)."""
+    if long_run_tiles:
+        return LaunchConfig(64, 64, num_warps=2, lookback=True, thread_runs=True) if N < 4096 else None
+    if wide_scan:
+        return LaunchConfig(64, 16, num_warps=2, lookback=True, thread_runs=True) if N < 2048 else None
+    if successor_rows and N >= 2048:
+        return None
+    return LaunchConfig(128, 32, num_warps=4, lookback=True, thread_runs=True)
+
+
 def paired_rows_from(wide_scan: bool, successor_rows: bool) -> int:
     """Elements (N times T rounded up to a power of two) from which ``paired_rows`` kernels take
     short float32 ``[N, T]`` rows two environments per one-warp program: each thread then holds 8
@@ -348,7 +389,8 @@ def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
-    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES`` and ``SIXTEEN_WARP_ROWS`` (default false).
+    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS`` and ``SHORT_LOOK_BACK_TILES``
+    (default false).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -361,7 +403,8 @@ def kernel_traits(estimator: str) -> dict:
             "one_env_walks": getattr(module, "ONE_ENV_WALKS", False),
             "paired_rows": getattr(module, "PAIRED_ROWS", False),
             "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False),
-            "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False)}
+            "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False),
+            "short_look_back_tiles": getattr(module, "SHORT_LOOK_BACK_TILES", False)}
 
 
 def rows_are_aligned(row_stride: int) -> bool:

@@ -36,6 +36,9 @@ PAIRED_ROWS = True
 # Float32 [T, N] tiles of 33-256 steps 8 environments wide up to 8191 environments
 # (_launch.choose_config).
 NARROW_SHORT_TILES = True
+# Float32 [T, N] sequences of 129-256 steps from 4096 to 8192 environments: 64 x 32 four-warp
+# look-back tiles (_launch.choose_config).
+SHORT_LOOK_BACK_TILES = True
 
 
 @_scan.coefficient_kernel

@@ -621,6 +621,25 @@ def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
         assert rel_err(o, r) < TOL[torch.float32]
 
 
+@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008)])
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
+    """The bf16 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps from 512
+    environments (``choose_config`` for ``width`` environments: look-back tiles in thread runs, 64 x
+    64 and 64 x 16 on two warps, 128 x 32 on four; GAE, V-trace and Retrace from 2048 environments
+    their one- and two-warp tiles) give the reference's answer, with partial tiles in
+    time and environments."""
+    op, kw = op_case
+    config = compiled_block_shapes.estimator_config(op, T, width, False, 2)
+    assert config.lookback, config
+    N = 67 if DEVICE == "cuda" else config.block_n + 3
+    tm = make_inputs(op, T, N, seed=seed_of("half_float_tn", op_case, T, width), dtype=torch.bfloat16, **kw)
+    ref = call(R, upcast(tm))
+    out = call(kernels, tm, config=config)
+    for o, r in zip(out, ref):
+        assert rel_err(o, r) < TOL[torch.bfloat16]
+
+
 @pytest.mark.parametrize("T", [5, 27, 48, 100, 200])
 @pytest.mark.parametrize("width", [4096, 8192, 32768])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
@@ -628,11 +647,12 @@ def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
 def test_short_time_major_tiles(op_case, dtype, width, T, compiled_block_shapes):
     """The block shapes a GPU chooses for ``[T, N]`` sequences of up to 256 steps (``choose_config``
     for ``width`` environments: tiles holding the whole sequence, in thread runs or in Triton's
-    layout, 8 to 32 environments wide, and from 2^21 elements walks of 16-step chunks) give the
-    reference's answer, with partial tiles in time and environments."""
+    layout, 8 to 32 environments wide, from 2^21 elements walks of 16-step chunks, and Retrace's
+    64-step look-back tiles) give the reference's answer, with partial tiles in time and
+    environments."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, dtype.itemsize)
-    assert config.block_t >= T or config.block_t == 16, config
+    assert config.block_t >= T or config.block_t == 16 or config.lookback, config
     N = 67 if DEVICE == "cuda" else config.block_n + 3
     tm = make_inputs(op, T, N, seed=seed_of("short_tn", op_case, dtype, width, T), dtype=dtype, **kw)
     ref = call(R, upcast(tm))

@@ -133,9 +133,10 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     look-back, pipelined, in tiles whose threads hold runs of consecutive steps: in float32, four
     chunks deep in 64 x 64 tiles on four warps (32 x 64 from 16384 environments) for the kernels
     with ``DEEP_WALKS``; otherwise three chunks deep, 32 x 32 on two warps for V-trace and, in
-    float32, for the kernels that load each step's successor; 64 x 32 on two warps for the light
-    kernels' 16-bit floats; 64 x 64 on four warps otherwise (H200 sweeps). ``[N, T]`` storage,
-    float64, fewer environments and one-chunk sequences keep their tiles."""
+    float32, for the kernels that load each step's successor; in 16-bit floats, four chunks deep in
+    128 x 64 tiles on four warps for ``LONG_RUN_TILES`` kernels (the light kernels from 2048 steps,
+    64 x 32 on two warps three chunks deep below); 64 x 64 on four warps otherwise (H200 sweeps).
+    ``[N, T]`` storage, float64, fewer environments and one-chunk sequences keep their tiles."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -148,6 +149,8 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
                 shape, stages = (32 if N >= 16384 else 64, 64, 4), 4
             elif small:
                 shape = (32, 32, 2)
+            elif traits["long_run_tiles"] and itemsize == 2 and (T >= 2048 or not traits["light_steps"]):
+                shape, stages = (128, 64, 4), 4
             else:
                 shape = (64, 32, 2) if traits["light_steps"] and itemsize == 2 else (64, 64, 4)
             assert config(estimator, T, N, False, itemsize) == LaunchConfig(
@@ -170,14 +173,19 @@ def test_short_time_major_sequences_in_thread_runs(compiled_block_shapes, estima
     Kernels with ``NARROW_SHORT_TILES`` (Retrace, discounted returns) keep float32 tiles of 65-256
     steps 8 wide up to 8191 environments. Tiles of 65-128 steps 8 wide keep Triton's layout (each
     thread would hold 2 steps of 4 environments: measured slower in thread runs, inputs from DRAM).
-    Tiles of 33-64 steps: ``test_time_major_tiles_of_33_to_64_steps``. 64-bit floats keep the
-    first session's tiles of ~1024 elements."""
+    Tiles of 33-64 steps: ``test_time_major_tiles_of_33_to_64_steps``. Kernels with
+    ``SHORT_LOOK_BACK_TILES`` (Retrace) take float32 sequences of 129-256 steps from 4096 to 8192
+    environments in 64 x 32 four-warp look-back tiles. 64-bit floats keep the first session's tiles
+    of ~1024 elements."""
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
     reverse = estimator not in FORWARD_ONLY
-    narrow = compiled_block_shapes.kernel_traits(estimator)["narrow_short_tiles"]  # float32 8 wide to 8191
+    traits = compiled_block_shapes.kernel_traits(estimator)
+    narrow = traits["narrow_short_tiles"]  # float32 8 wide to 8191
     assert narrow == (estimator in ("retrace", "discounted_returns"))
+    assert traits["short_look_back_tiles"] == (estimator == "retrace")
+    look_back = LaunchConfig(64, 32, 4, lookback=True, latest_first=reverse, thread_runs=True)
     walk = LaunchConfig(16, 32, 1, num_stages=3, latest_first=reverse, thread_runs=True)
 
     def tile(T, N, warps):
@@ -191,9 +199,11 @@ def test_short_time_major_sequences_in_thread_runs(compiled_block_shapes, estima
             (128, 4096, 2): tile(128, 16, 4), (128, 8192, 2): tile(128, 32, 4), (128, 8192, 4): tile(128, 16, 4),
             (128, 16384, 4): walk, (128, 16383, 4): tile(128, 16, 4), (256, 2048, 4): tile(256, 8, 4),
             (256, 4096, 4): tile(256, 16, 4), (256, 8192, 2): walk, (256, 8192, 4): walk,
-            (200, 8192, 2): walk}.items():
+            (200, 8192, 2): walk, (129, 6000, 4): tile(256, 16, 4)}.items():
         if narrow and itemsize == 4 and T > 32 and N < 8192:
             expected = replace(expected, block_n=8, thread_runs=expected.block_t != 128)
+        if traits["short_look_back_tiles"] and itemsize == 4 and T > 128 and 4096 <= N <= 8192:
+            expected = look_back
         assert config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0) == expected, (T, N, itemsize)
     assert config(estimator, 128, 6000, False, 4) == tile(128, 8 if narrow else 16, 4)
     assert config(estimator, 128, 4096, False, 8) == LaunchConfig(128, 8, 4, latest_first=reverse)
@@ -246,8 +256,8 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     chunk take two-warp look-back tiles in thread runs: 64 x 32 for kernels with
     ``LONG_RUN_TILES``, 32 x 32 otherwise; V-trace keeps its 16 x 32 tiles (and the light kernels,
     in rows that are not 16-aligned, their one-warp tiles from 4096 environments; H200
-    before-and-after runs). 16-bit and 64-bit floats keep their tiles. ``LONG_RUN_TILES`` kernels
-    walk from 4096 environments."""
+    before-and-after runs). 64-bit floats keep their tiles (16-bit floats:
+    ``test_half_float_look_back_tiles``). ``LONG_RUN_TILES`` kernels walk from 4096 environments."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -264,8 +274,7 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
         else:
             block_t = 64 if traits["long_run_tiles"] else 32
             assert c == LaunchConfig(block_t, 32, 2, lookback=True, latest_first=reverse, thread_runs=True), (N, T)
-        for itemsize in (2, 8) if not (traits["long_run_tiles"] and N >= 4096) else (8,):
-            assert not config(estimator, T, N, False, itemsize).thread_runs
+        assert not config(estimator, T, N, False, 8).thread_runs
 
 
 LONGER_TILES = {  # (T, N): block shape by kernel group, as (block_t, block_n, warps, lookback); None: unchanged
@@ -289,7 +298,7 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     environments or up to 2^20 elements; the others whole sequences of up to 1024 steps and 2^20
     elements on 8 warps (the light kernels only in 16-aligned rows: N = 1000 is not), else 128 x 32
     look-back tiles (``LONG_RUN_TILES``) or, in 16-aligned rows, 256 x 32 on 8 warps (lambda
-    returns). All in thread runs. V-trace, and 16-bit floats, keep their short tiles."""
+    returns). All in thread runs. V-trace keeps its short tiles."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -305,7 +314,42 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
             block_t, block_n, warps, lookback = shape
             assert c == LaunchConfig(block_t, block_n, warps, lookback=lookback,
                                      latest_first=estimator not in FORWARD_ONLY, thread_runs=True), (T, N)
-        assert config(estimator, T, N, False, 2, aligned_rows=N % 16 == 0).block_t <= 32, (T, N)
+
+
+HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block_t, block_n, warps) of a look-back
+    # tile; "walk": no look-back; None: the look-back tiles as before, not in thread runs
+    (2048, 512): {"long_run": (64, 64, 2), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (1500, 2000): {"long_run": (64, 64, 2), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (4096, 2048): {"long_run": (64, 64, 2), "vtrace": None, "successor": None, "other": (128, 32, 4)},
+    (300, 6000): {"long_run": "walk", "vtrace": None, "successor": None, "other": (128, 32, 4)},
+    (3000, 3000): {"long_run": None, "vtrace": None, "successor": None, "other": None},  # rows not 16-aligned
+    (2000, 500): {"long_run": None, "vtrace": None, "successor": None, "other": None},  # fewer environments
+}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
+    """16-bit float ``[T, N]`` sequences of more than 256 steps from 512 environments, in 16-aligned
+    rows, below the walks, take look-back tiles in thread runs of about float32's bytes (H200, inputs
+    from DRAM): 64 x 64 on two warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
+    they start to walk), 64 x 16 on two warps for V-trace and 128 x 32 on four for GAE and Retrace
+    below 2048 environments, 128 x 32 on four for lambda and discounted returns."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    group = ("long_run" if traits["long_run_tiles"] else "vtrace" if traits["wide_scan"]
+             else "successor" if traits["successor_rows"] else "other")
+    assert group != "other" or estimator in ("lambda_returns", "discounted_returns")
+    for (T, N), shapes in HALF_FLOAT_TILES.items():
+        c = config(estimator, T, N, False, 2, aligned_rows=N % 16 == 0)
+        if shapes[group] == "walk":
+            assert not c.lookback, (T, N, c)
+        elif shapes[group] is None:
+            assert c.lookback and not c.thread_runs, (T, N, c)
+        else:
+            block_t, block_n, warps = shapes[group]
+            assert c == LaunchConfig(block_t, block_n, warps, lookback=True, latest_first=estimator not in FORWARD_ONLY,
+                                     thread_runs=True), (T, N)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)

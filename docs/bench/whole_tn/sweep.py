@@ -55,22 +55,26 @@ def mid_shapes(est: str, T: int) -> dict:
     return {label: B.parse_config_label(label) for label in labels}
 
 
-def dram_cell(est: str, T: int, N: int, configs: dict, warm: bool, copy_gbs: float, labels: dict) -> dict:
-    """One float32 ``[T, N]`` cell: ``configs`` maps a label to a block shape (``None``: the kernels'
-    choice), each checked against the reference, then timed from a CUDA graph whose calls cycle
-    through input sets filling four times the L2 (at most 200), two rounds (``warm``: one call each, untimed). The
-    row is printed (time and fraction of the copy) unless ``warm``."""
-    nbytes = B.cell_bytes(est, N, T, B.DTYPES["f32"])
+def dram_cell(est: str, T: int, N: int, configs: dict, warm: bool, copy_gbs: float, labels: dict,
+              dtype_name: str = "f32") -> dict:
+    """One ``[T, N]`` cell of ``dtype_name`` inputs (float32 by default): ``configs`` maps a label to
+    a block shape (``None``: the kernels' choice), each checked against the reference, then timed
+    from a CUDA graph whose calls cycle through input sets filling four times the L2 (at most 200),
+    two rounds (``warm``: one call each, untimed). The row is printed (time and fraction of the
+    copy) unless ``warm``."""
+    nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype_name])
     n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
     fn = getattr(kernels, est)
     calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
     timer = (lambda f: 0.0) if warm else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
-    times = B.checked_times(calls, est, N, T, "tn", "f32", 1 if warm else 2, 10, 50, timer=timer, input_sets=n_sets)
-    row = dict(estimator=est, N=N, T=T, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs, labels=labels, times=times)
+    times = B.checked_times(calls, est, N, T, "tn", dtype_name, 1 if warm else 2, 10, 50, timer=timer,
+                            input_sets=n_sets)
+    row = dict(estimator=est, N=N, T=T, dtype=dtype_name, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs,
+               labels=labels, times=times)
     if not warm:
         def show(x):
             return f"{x:.1f}({nbytes / x / 1e3 / copy_gbs:.0%})" if isinstance(x, float) else str(x)[:40]
-        print(f"{est} {T}x{N} sets={n_sets} " + "  ".join(
+        print(f"{est} {T}x{N} {dtype_name} sets={n_sets} " + "  ".join(
             f"{k}[{labels[k]}]=" + "/".join(show(x) for x in v) for k, v in times.items()), flush=True)
     return row
 
