@@ -15,7 +15,10 @@ in bf16 at 128 steps. PLAN ``bf16_long``: bf16 sequences of 2048-4096 steps from
 environments (where bf16 ran 0.98-1.63x float32's time): walks and look-back tiles twice as many
 steps or environments as float32's, with float32's ``default`` in the same run. PLAN ``bf16_mid``:
 bf16 sequences of 1024-8192 steps from 512 to 1536 environments, two- and four-warp look-back tiles
-in thread runs.
+in thread runs. PLAN ``odd_short``: PLAN ``short``'s tiles for float32 sequences of 20-200 steps
+that are not powers of two (the whole-sequence tiles hold T rounded up to one, up to half of it
+padding), 4096 and 8192 environments. PLAN ``ppo``: float32 128-step sequences from 2048 to 8192
+environments held whole on 2-16 warps (the sweeps of the twelfth session went to four).
 
 ``warm`` only compiles (one estimator per process, to compile in parallel) and times nothing."""
 import itertools
@@ -35,6 +38,10 @@ BF16_LONG_CELLS = [(4096, 8192), (2048, 16384), (4096, 4096), (2048, 2048)]
 SHORT_TILES = ("16x32w1+lookback{}+runs", "32x32w1+lookback{}+runs", "32x32w2+lookback{}+runs",
                "32x16w1+lookback{}+runs", "64x32w2+lookback{}+runs", "64x16w2+lookback{}+runs",
                "64x32w4+lookback{}+runs", "32x64w2+lookback{}+runs", "16x64w1+lookback{}", "32x32w1+lookback{}")
+ODD_SHORT_CELLS = [(T, N) for T in (20, 80, 100, 140, 160, 200) for N in (4096, 8192)]
+PPO_CELLS = [(128, 4096), (128, 2048), (128, 8192)]
+PPO_TILES = ("128x16w8{}+runs", "128x8w8{}+runs", "128x32w8{}+runs", "128x16w8{}", "128x32w16{}+runs",
+             "128x64w16{}+runs", "128x8w4{}+runs", "128x16w4{}", "128x8w2{}+runs", "128x16w2{}+runs")
 BF16_MID_CELLS = [(2048, 512), (8192, 512), (4096, 1024), (2048, 1024), (1024, 1536)]
 BF16_MID_TILES = ("64x32w2+lookback{}+runs", "64x64w2+lookback{}+runs", "128x32w4+lookback{}+runs",
                   "32x64w2+lookback{}+runs", "128x16w4+lookback{}+runs", "64x16w2+lookback{}+runs")
@@ -43,14 +50,17 @@ BF16_LONG_TILES = ("64x64w4+3stages{}+runs", "64x64w4+4stages{}+runs", "128x64w4
                    "32x64w1+lookback{}", "64x64w2+lookback{}+runs", "32x64w2+lookback{}+runs",
                    "128x32w4+lookback{}+runs", "64x32w2+lookback{}+runs")
 PLANS = {"short": (SHORT_CELLS, SHORT_TILES, "f32"), "bf16_short": (BF16_SHORT_CELLS, SHORT_TILES, "bf16"),
-         "bf16_long": (BF16_LONG_CELLS, BF16_LONG_TILES, "bf16"), "bf16_mid": (BF16_MID_CELLS, BF16_MID_TILES, "bf16")}
+         "bf16_long": (BF16_LONG_CELLS, BF16_LONG_TILES, "bf16"), "bf16_mid": (BF16_MID_CELLS, BF16_MID_TILES, "bf16"),
+         "odd_short": (ODD_SHORT_CELLS, SHORT_TILES, "f32"), "ppo": (PPO_CELLS, PPO_TILES, "f32")}
 
 
 def shapes(est: str, T: int, tiles: tuple) -> dict:
-    """``tiles``' labels for ``est`` (latest first where its reverse walks hold them so), shorter than ``T``."""
+    """``tiles``' labels for ``est`` (latest first where its reverse walks hold them so); look-back tiles
+    only if shorter than ``T``."""
     latest = "+latest" if kernels._launch.kernel_traits(est)["latest_first"] else ""
     labels = [t.format(latest) for t in tiles]
-    return {label: config for label in labels if (config := B.parse_config_label(label)).block_t < T}
+    return {label: config for label in labels if (config := B.parse_config_label(label)).block_t < T
+            or not config.lookback}
 
 
 def main(plan: str, out: str, warm: bool, only: str = None) -> None:
