@@ -18,7 +18,10 @@ bf16 sequences of 1024-8192 steps from 512 to 1536 environments, two- and four-w
 in thread runs. PLAN ``odd_short``: PLAN ``short``'s tiles for float32 sequences of 20-200 steps
 that are not powers of two (the whole-sequence tiles hold T rounded up to one, up to half of it
 padding), 4096 and 8192 environments. PLAN ``ppo``: float32 128-step sequences from 2048 to 8192
-environments held whole on 2-16 warps (the sweeps of the twelfth session went to four).
+environments held whole on 2-16 warps (the sweeps of the twelfth session went to four). PLAN
+``bf16_walks``: GAE's, V-trace's and Retrace's bf16 walks from 8192 environments in tiles of about
+float32's bytes per thread (32 x 64 on two warps and the like), float32's ``default`` in the same
+run.
 
 ``warm`` only compiles (one estimator per process, to compile in parallel) and times nothing."""
 import itertools
@@ -42,6 +45,10 @@ ODD_SHORT_CELLS = [(T, N) for T in (20, 80, 100, 140, 160, 200) for N in (4096, 
 PPO_CELLS = [(128, 4096), (128, 2048), (128, 8192)]
 PPO_TILES = ("128x16w8{}+runs", "128x8w8{}+runs", "128x32w8{}+runs", "128x16w8{}", "128x32w16{}+runs",
              "128x64w16{}+runs", "128x8w4{}+runs", "128x16w4{}", "128x8w2{}+runs", "128x16w2{}+runs")
+BF16_WALK_CELLS = [(4096, 8192), (2048, 16384), (1024, 32768), (512, 16384)]
+BF16_WALK_TILES = ("32x64w2+3stages{}+runs", "32x64w2+4stages{}+runs", "32x32w1+3stages{}+runs",
+                   "32x64w4+3stages{}+runs", "16x64w1+3stages{}+runs", "64x32w2+3stages{}+runs",
+                   "32x128w4+3stages{}+runs", "32x64w1+3stages{}+runs", "64x64w4+3stages{}+runs")
 BF16_MID_CELLS = [(2048, 512), (8192, 512), (4096, 1024), (2048, 1024), (1024, 1536)]
 BF16_MID_TILES = ("64x32w2+lookback{}+runs", "64x64w2+lookback{}+runs", "128x32w4+lookback{}+runs",
                   "32x64w2+lookback{}+runs", "128x16w4+lookback{}+runs", "64x16w2+lookback{}+runs")
@@ -51,7 +58,8 @@ BF16_LONG_TILES = ("64x64w4+3stages{}+runs", "64x64w4+4stages{}+runs", "128x64w4
                    "128x32w4+lookback{}+runs", "64x32w2+lookback{}+runs")
 PLANS = {"short": (SHORT_CELLS, SHORT_TILES, "f32"), "bf16_short": (BF16_SHORT_CELLS, SHORT_TILES, "bf16"),
          "bf16_long": (BF16_LONG_CELLS, BF16_LONG_TILES, "bf16"), "bf16_mid": (BF16_MID_CELLS, BF16_MID_TILES, "bf16"),
-         "odd_short": (ODD_SHORT_CELLS, SHORT_TILES, "f32"), "ppo": (PPO_CELLS, PPO_TILES, "f32")}
+         "odd_short": (ODD_SHORT_CELLS, SHORT_TILES, "f32"), "ppo": (PPO_CELLS, PPO_TILES, "f32"),
+         "bf16_walks": (BF16_WALK_CELLS, BF16_WALK_TILES, "bf16", ("gae", "vtrace", "retrace"))}
 
 
 def shapes(est: str, T: int, tiles: tuple) -> dict:
@@ -64,17 +72,18 @@ def shapes(est: str, T: int, tiles: tuple) -> dict:
 
 
 def main(plan: str, out: str, warm: bool, only: str = None) -> None:
-    cells, tiles, dtype_name = PLANS[plan]
+    cells, tiles, dtype_name, *estimators = PLANS[plan]
+    estimators = estimators[0] if estimators else tuple(B.SPECS)
     copy_gbs = 0.0 if warm else B.copy_bandwidth("cuda", 2**30, 25, 200)
     rows = []
     start = time.time()
-    for (T, N), est in itertools.product(cells, B.SPECS):
+    for (T, N), est in itertools.product(cells, estimators):
         if only and est != only:
             continue
         default = B.default_config(est, N, T, "tn", B.DTYPES[dtype_name])
         configs = {"default": None, **{k: c for k, c in shapes(est, T, tiles).items() if c != default}}
         labels = {k: B.config_label(c or default) for k, c in configs.items()}
-        if plan == "bf16_long":
+        if plan in ("bf16_long", "bf16_walks"):
             f32_default = B.config_label(B.default_config(est, N, T, "tn", B.DTYPES["f32"]))
             rows.append(dram_cell(est, T, N, {"default": None}, warm, copy_gbs, {"default": f32_default}))
         rows.append(dram_cell(est, T, N, configs, warm, copy_gbs, labels, dtype_name))
