@@ -155,8 +155,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       with ``deep_walks``: four chunks deep, 64 x 64 on four warps (32 x 64 from 16384 environments;
       docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` (with ``light_steps`` from
       2048 steps): four chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for
-      short sequences, and bf16 tiles"); 64 x 32 on two for the other 16-bit floats with
-      ``light_steps``.
+      short sequences, and bf16 tiles"); 16-bit floats with ``light_steps`` below 2048 steps: 64 x
+      32 on two warps.
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
