@@ -157,6 +157,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       2048 steps): four chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for
       short sequences, and bf16 tiles"); 16-bit floats with ``light_steps`` below 2048 steps: 64 x
       32 on two warps.
+    * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``:
+      walks three chunks deep in thread runs, 64 x 16 on four warps (docs/perf.md, "Look-back
+      tiles for short sequences, and bf16 tiles").
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
@@ -265,6 +268,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             half = _half_float_look_back_tiles(N, wide_scan, successor_rows, long_run_tiles)
             if half is not None:
                 return half
+        if wide_scan and itemsize == 4 and N >= 2048 and aligned_rows:
+            return LaunchConfig(64, 16, num_warps=4, num_stages=3, thread_runs=True)
         if wide_scan:
             walk = N >= 8192 and aligned_rows
             return LaunchConfig(32, 16, num_warps=2, num_stages=3) if walk else LaunchConfig(16, 32, 2, True)

@@ -604,13 +604,14 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
         assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[dtype]
 
 
-@pytest.mark.parametrize("T,width", [(300, 600), (1000, 1000), (1500, 600), (700, 1500), (600, 3000)])
+@pytest.mark.parametrize("T,width", [(300, 600), (1000, 1000), (1500, 600), (700, 1500), (600, 3000), (700, 2048)])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
     """The float32 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps from 512
     to 4095 environments (``choose_config`` for ``width`` environments: 128-step look-back tiles 16
-    or 32 environments wide, 256 x 32 ones, whole sequences of up to 1024 steps 8 wide) give the
-    reference's answer, with partial tiles in time and environments."""
+    or 32 environments wide, 256 x 32 ones, whole sequences of up to 1024 steps 8 wide, V-trace's
+    64 x 16 walks from 2048 environments) give the reference's answer, with partial tiles in time
+    and environments."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, 4)
     N = 67 if DEVICE == "cuda" else config.block_n + 3

@@ -254,9 +254,9 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     """From 512 to 8191 environments, where the longer tiles below 4096 environments do not apply
     (``test_longer_tiles_below_4096_environments``), float32 ``[T, N]`` sequences longer than one
     chunk take two-warp look-back tiles in thread runs: 64 x 32 for kernels with
-    ``LONG_RUN_TILES``, 32 x 32 otherwise; V-trace keeps its 16 x 32 tiles (and the light kernels,
-    in rows that are not 16-aligned, their one-warp tiles from 4096 environments; H200
-    before-and-after runs). 64-bit floats keep their tiles (16-bit floats:
+    ``LONG_RUN_TILES``, 32 x 32 otherwise; V-trace keeps its 16 x 32 tiles below 2048 environments
+    (``test_vtrace_walks_from_2048_environments``; and the light kernels, in rows that are not
+    16-aligned, their one-warp tiles from 4096 environments; H200 before-and-after runs). 64-bit floats keep their tiles (16-bit floats:
     ``test_half_float_look_back_tiles``). ``LONG_RUN_TILES`` kernels walk from 4096 environments."""
     from kernels import LaunchConfig
 
@@ -267,7 +267,7 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
         c = config(estimator, T, N, False, 4)
         if N < (1024 if narrow else 4096) and not traits["wide_scan"]:
             continue  # longer tiles (test_longer_tiles_below_4096_environments)
-        if traits["long_run_tiles"] and N >= 4096:
+        if (traits["long_run_tiles"] and N >= 4096) or (traits["wide_scan"] and N >= 2048):
             assert not c.lookback, (N, T, c)  # walks (test_long_run_kernels_walk_from_4096_environments)
         elif traits["wide_scan"] or (traits["light_steps"] and N >= 4096):
             assert not c.thread_runs, (N, T, c)
@@ -298,7 +298,8 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     environments or up to 2^20 elements; the others whole sequences of up to 1024 steps and 2^20
     elements on 8 warps (the light kernels only in 16-aligned rows: N = 1000 is not), else 128 x 32
     look-back tiles (``LONG_RUN_TILES``) or, in 16-aligned rows, 256 x 32 on 8 warps (lambda
-    returns). All in thread runs. V-trace keeps its short tiles."""
+    returns). All in thread runs. V-trace keeps its short tiles, or from 2048 environments in
+    16-aligned rows walks (``test_vtrace_walks_from_2048_environments``)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -308,12 +309,32 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     for (T, N), shapes in LONGER_TILES.items():
         shape = None if group == "vtrace" else shapes.get(group, shapes.get("other"))
         c = config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
-        if shape is None:
+        if group == "vtrace" and N >= 2048 and N % 16 == 0:
+            assert not c.lookback, (T, N, c)
+        elif shape is None:
             assert c.block_t <= 32, (T, N, c)
         else:
             block_t, block_n, warps, lookback = shape
             assert c == LaunchConfig(block_t, block_n, warps, lookback=lookback,
                                      latest_first=estimator not in FORWARD_ONLY, thread_runs=True), (T, N)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_vtrace_walks_from_2048_environments(compiled_block_shapes, estimator):
+    """V-trace's float32 ``[T, N]`` sequences of more than 256 steps from 2048 to 8191 environments,
+    in 16-aligned rows, are walked three chunks deep in 64 x 16 thread-run tiles on four warps
+    (H200, inputs from DRAM: 4096 x 4096 172 -> 127 us); fewer environments, rows that are not
+    16-aligned, 16-bit and 64-bit floats and the other kernels keep their tiles."""
+    from kernels import LaunchConfig
+
+    config = compiled_block_shapes.estimator_config
+    walk = LaunchConfig(64, 16, 4, num_stages=3, latest_first=True, thread_runs=True)
+    for T, N in [(4096, 2048), (300, 3008), (1000, 6000), (4096, 8176)]:
+        c = config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
+        assert (c == walk) == (estimator == "vtrace"), (T, N, c)
+    if estimator == "vtrace":
+        for T, N, itemsize in [(4096, 2047, 4), (3000, 3000, 4), (4096, 4096, 2), (4096, 4096, 8), (4096, 8192, 4)]:
+            assert config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0) != walk, (T, N, itemsize)
 
 
 HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block_t, block_n, warps) of a look-back
@@ -371,8 +392,9 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
 def test_long_run_kernels_walk_from_4096_environments(compiled_block_shapes, estimator):
     """From 4096 to 8191 environments, the kernels with ``LONG_RUN_TILES`` walk ``[T, N]`` sequences
     longer than one chunk four chunks deep in 128-step thread-run tiles on four warps, 32
-    environments wide (16 for the light kernels' float32), in 16-bit and 32-bit floats; the others,
-    and float64, keep their look-back tiles (H200 sweeps)."""
+    environments wide (16 for the light kernels' float32), in 16-bit and 32-bit floats; V-trace's
+    float32 walks (``test_vtrace_walks_from_2048_environments``); the others, and float64, keep their
+    look-back tiles (H200 sweeps)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -383,6 +405,8 @@ def test_long_run_kernels_walk_from_4096_environments(compiled_block_shapes, est
                 block_n = 16 if traits["light_steps"] and itemsize == 4 else 32
                 assert c == LaunchConfig(128, block_n, 4, num_stages=4, latest_first=c.latest_first,
                                          thread_runs=True), (N, T, itemsize)
+            elif traits["wide_scan"] and itemsize == 4:
+                assert not c.lookback, (N, T, itemsize, c)
             else:
                 assert c.lookback, (N, T, itemsize, c)
         assert config(estimator, T, N, False, 8).lookback

@@ -21,7 +21,9 @@ padding), 4096 and 8192 environments. PLAN ``ppo``: float32 128-step sequences f
 environments held whole on 2-16 warps (the sweeps of the twelfth session went to four). PLAN
 ``bf16_walks``: GAE's, V-trace's and Retrace's bf16 walks from 8192 environments in tiles of about
 float32's bytes per thread (32 x 64 on two warps and the like), float32's ``default`` in the same
-run.
+run. PLAN ``narrow_walks``: float32 sequences of 2048-8192 steps from 512 to 4096 environments
+walked without look-back in tiles 8-32 environments wide, three to six chunks deep (256-1024
+programs), against the look-back tiles taken there.
 
 ``warm`` only compiles (one estimator per process, to compile in parallel) and times nothing."""
 import itertools
@@ -49,6 +51,10 @@ BF16_WALK_CELLS = [(4096, 8192), (2048, 16384), (1024, 32768), (512, 16384)]
 BF16_WALK_TILES = ("32x64w2+3stages{}+runs", "32x64w2+4stages{}+runs", "32x32w1+3stages{}+runs",
                    "32x64w4+3stages{}+runs", "16x64w1+3stages{}+runs", "64x32w2+3stages{}+runs",
                    "32x128w4+3stages{}+runs", "32x64w1+3stages{}+runs", "64x64w4+3stages{}+runs")
+NARROW_WALK_CELLS = [(2048, 2048), (4096, 4096), (8192, 1024), (4096, 2048), (8192, 512)]
+NARROW_WALK_TILES = ("64x16w2+4stages{}+runs", "128x16w4+4stages{}+runs", "32x16w1+4stages{}+runs",
+                     "64x8w2+4stages{}+runs", "128x8w4+4stages{}+runs", "64x16w2+6stages{}+runs",
+                     "32x32w2+4stages{}+runs", "64x16w4+3stages{}+runs")
 BF16_MID_CELLS = [(2048, 512), (8192, 512), (4096, 1024), (2048, 1024), (1024, 1536)]
 BF16_MID_TILES = ("64x32w2+lookback{}+runs", "64x64w2+lookback{}+runs", "128x32w4+lookback{}+runs",
                   "32x64w2+lookback{}+runs", "128x16w4+lookback{}+runs", "64x16w2+lookback{}+runs")
@@ -59,7 +65,8 @@ BF16_LONG_TILES = ("64x64w4+3stages{}+runs", "64x64w4+4stages{}+runs", "128x64w4
 PLANS = {"short": (SHORT_CELLS, SHORT_TILES, "f32"), "bf16_short": (BF16_SHORT_CELLS, SHORT_TILES, "bf16"),
          "bf16_long": (BF16_LONG_CELLS, BF16_LONG_TILES, "bf16"), "bf16_mid": (BF16_MID_CELLS, BF16_MID_TILES, "bf16"),
          "odd_short": (ODD_SHORT_CELLS, SHORT_TILES, "f32"), "ppo": (PPO_CELLS, PPO_TILES, "f32"),
-         "bf16_walks": (BF16_WALK_CELLS, BF16_WALK_TILES, "bf16", ("gae", "vtrace", "retrace"))}
+         "bf16_walks": (BF16_WALK_CELLS, BF16_WALK_TILES, "bf16", ("gae", "vtrace", "retrace")),
+         "narrow_walks": (NARROW_WALK_CELLS, NARROW_WALK_TILES, "f32")}
 
 
 def shapes(est: str, T: int, tiles: tuple) -> dict:
