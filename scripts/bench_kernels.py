@@ -253,6 +253,20 @@ def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name
     return times
 
 
+def block_shape_graph_times(est: str, configs: dict, N: int, T: int, layout: str, dtype_name: str,
+                            input_sets: int = 1, warm: bool = False, device="cuda") -> dict:
+    """The block-shape sweeps' cell: ``kernels.<est>`` with each of ``configs`` (label ->
+    :class:`LaunchConfig`, ``None`` for the kernels' choice) through :func:`checked_times`, two
+    rounds of device time from a CUDA graph (:func:`graph_us`) whose calls take the ``input_sets``
+    in turn (at least ``GRAPH_CALLS`` calls). ``warm``: one checked call each and no timing (``0.0``),
+    to fill the compile cache."""
+    fn = getattr(kernels, est)
+    calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
+    timer = (lambda f: 0.0) if warm else (lambda f: graph_us(f, device, 0.0, calls=max(GRAPH_CALLS, input_sets)))
+    return checked_times(calls, est, N, T, layout, dtype_name, 1 if warm else 2, 10, 50, device=device,
+                         timer=timer, input_sets=input_sets)
+
+
 # --------------------------------------------------------------------------- #
 # timing
 # --------------------------------------------------------------------------- #

@@ -158,6 +158,19 @@ def test_checked_times_times_right_calls_and_records_wrong_and_failing_ones():
     assert times["failing"] == ["FAIL ValueError: no such block shape"] * 2
 
 
+def test_block_shape_sweeps_check_each_shape_and_warm_without_timing():
+    """``block_shape_graph_times`` (the DRAM sweeps' cell) runs ``kernels.<est>`` with each block
+    shape, checked against the float64 reference: with ``warm`` once and untimed, otherwise two
+    rounds of CUDA-graph time (none on the CPU, where there is no graph)."""
+    from kernels import LaunchConfig
+
+    configs = {"default": None, "16x16": LaunchConfig(16, 16, 1, lookback=True)}
+    warm = B.block_shape_graph_times("linear_scan", configs, 6, 40, "tn", "f32", warm=True, device="cpu")
+    assert warm == {"default": [0.0], "16x16": [0.0]}
+    timed = B.block_shape_graph_times("linear_scan", configs, 6, 40, "tn", "f32", device="cpu")
+    assert timed == {"default": [None, None], "16x16": [None, None]}
+
+
 def test_small_cells_rotate_through_three_times_the_l2():
     """On a GPU a cell's input sets together fill three times the L2 (so neither do_bench nor the
     CUDA-graph replays, which flush nothing, find the inputs there), up to ``MAX_INPUT_SETS``; a

@@ -82,11 +82,7 @@ for est, (dtype_name, T, N) in itertools.product(B.SPECS, cells):
         configs = layout_shapes(est, N, T, dtype_name)
     nbytes = B.cell_bytes(est, N, T, dtype)
     n_sets = 1 if WARM else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
-    fn = getattr(kernels, est)
-    calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
-    timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
-    times = B.checked_times(calls, est, N, T, "tn", dtype_name, 1 if WARM else 2, 10, 50, timer=timer,
-                            input_sets=n_sets)
+    times = B.block_shape_graph_times(est, configs, N, T, "tn", dtype_name, n_sets, WARM)
     labels = {k: B.config_label(c) if c is not None else B.config_label(B.default_config(est, N, T, "tn", dtype))
               for k, c in configs.items()}
     rows.append(dict(estimator=est, dtype=dtype_name, N=N, T=T, sets=n_sets, bytes=nbytes, labels=labels, times=times))

@@ -42,11 +42,7 @@ for est, N, T in {"first": FIRST, "all": ALL}.get(PLAN, DRAM):
     if PLAN == "first" and T == 4096:
         shapes["2048x1 16w s2"] = LaunchConfig(2048, 1, 16, num_stages=2)
     n_sets = input_sets(est, N, T)
-    fn = getattr(kernels, est)
-    calls = {label: (lambda a, k, c=c: fn(*a, **k, config=c)) for label, c in shapes.items()}
-    timer = (lambda f: 0.0) if WARM else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
-    times = B.checked_times(calls, est, N, T, "nt", "f32", 1 if WARM else 2, 10, 50, timer=timer,
-                            input_sets=n_sets)
+    times = B.block_shape_graph_times(est, shapes, N, T, "nt", "f32", n_sets, WARM)
     rows.append(dict(estimator=est, N=N, T=T, sets=n_sets, times=times))
     if not WARM:
         print(f"{est} {N}x{T} " + (f"sets={n_sets} " if n_sets > 1 else "") + "  ".join(

@@ -64,11 +64,7 @@ def dram_cell(est: str, T: int, N: int, configs: dict, warm: bool, copy_gbs: flo
     copy) unless ``warm``."""
     nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype_name])
     n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
-    fn = getattr(kernels, est)
-    calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
-    timer = (lambda f: 0.0) if warm else (lambda f: B.graph_us(f, "cuda", 0.0, calls=max(B.GRAPH_CALLS, n_sets)))
-    times = B.checked_times(calls, est, N, T, "tn", dtype_name, 1 if warm else 2, 10, 50, timer=timer,
-                            input_sets=n_sets)
+    times = B.block_shape_graph_times(est, configs, N, T, "tn", dtype_name, n_sets, warm)
     row = dict(estimator=est, N=N, T=T, dtype=dtype_name, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs,
                labels=labels, times=times)
     if not warm:
