@@ -433,12 +433,16 @@ def _read(ws, slot, chunk, num_chunks, n, n_ok, N):
 
 @triton.jit
 def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                 BACKWARD: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
+                 BACKWARD: tl.constexpr, LOOKBACK: tl.constexpr, SHUFFLE_TIME: tl.constexpr,
+                 LAST_CARRIES_NOTHING: tl.constexpr = False):
     """``y = A + B * carry_in`` for a scanned chunk ``(A, B)`` (``BACKWARD``: scanned last row to
     first): returns ``(y, carry_in, carry_out)``.
 
     ``carry`` is the value carried in from the previous chunk; with look-back it is the recurrence's
     initial value and the true carry-in is found from the earlier tiles (``carry_in``).
+    ``LAST_CARRIES_NOTHING``: a walk's last chunk skips its carry-out (the edge row, a reduction
+    across the tile's threads) and returns ``carry`` in its place; a tile that holds the whole
+    sequence then reduces nothing.
     """
     if LOOKBACK:
         carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD,
@@ -446,7 +450,12 @@ def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constex
         y = A + B * carry[None, :]
     else:
         y = A + B * carry[None, :]
-        carry_out = edge_row(y, BLOCK_T, BACKWARD, SHUFFLE_TIME)
+        if LAST_CARRIES_NOTHING:
+            carry_out = carry
+            if chunk + 1 < tl.cdiv(T, BLOCK_T):
+                carry_out = edge_row(y, BLOCK_T, BACKWARD, SHUFFLE_TIME)
+        else:
+            carry_out = edge_row(y, BLOCK_T, BACKWARD, SHUFFLE_TIME)
     return y, carry, carry_out
 
 
@@ -678,6 +687,7 @@ def scan_chunk(
     BLOCK_N: tl.constexpr,
     REVERSE: tl.constexpr,
     LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
@@ -685,11 +695,19 @@ def scan_chunk(
 ):
     """Solve one chunk, whose rows are ``chunk_rows(..., REVERSE, LATEST_FIRST, TIME_THREADS)``:
     returns its ``y`` and the value it carries into the next chunk (``carry``: see ``_apply_carry``).
-    ``THREAD_STEPS_FIRST``: forward scans of tiles in quarters too (``_scan_maps``)."""
+    ``THREAD_STEPS_FIRST``: forward scans of tiles in quarters too (``_scan_maps``).
+
+    Unpipelined walks (``NUM_STAGES == 1``) in tiles of at most 256 steps whose carry-out is a
+    reduction across the tile's threads (no ``SHUFFLE_TIME``) skip it in their last chunk
+    (``LAST_CARRIES_NOTHING``), so a tile holding a whole short sequence reduces nothing (H200,
+    short ``[T, N]`` tiles: 1.02-1.11x, Retrace 8192 x 32 1.32x; docs/perf.md, "The last chunk's
+    carry"). Pipelined walks keep the reduction, as do V-trace's ``scan_chunk_with_next`` and tiles
+    of more steps: the branch measured up to 8% slower there."""
     backward: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
     A, B = _scan_maps(alpha, beta, BLOCK_T, backward, SHUFFLE_TIME, TIME_THREADS, THREAD_STEPS_FIRST)
+    last_carries_nothing: tl.constexpr = NUM_STAGES == 1 and BLOCK_T <= 256 and SHUFFLE_TIME == 0
     y, carry, carry_out = _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, backward,
-                                       LOOKBACK, SHUFFLE_TIME)
+                                       LOOKBACK, SHUFFLE_TIME, last_carries_nothing)
     return y, carry_out
 
 
