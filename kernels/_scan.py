@@ -701,8 +701,8 @@ def scan_chunk(
     reduction across the tile's threads (no ``SHUFFLE_TIME``) skip it in their last chunk
     (``LAST_CARRIES_NOTHING``), so a tile holding a whole short sequence reduces nothing (H200,
     short ``[T, N]`` tiles: 1.02-1.11x, Retrace 8192 x 32 1.32x; docs/perf.md, "The last chunk's
-    carry"). Pipelined walks keep the reduction, as do V-trace's ``scan_chunk_with_next`` and tiles
-    of more steps: the branch measured up to 8% slower there."""
+    carry"). Pipelined walks and tiles of more steps keep the reduction (the branch measured up to 8%
+    slower there), as does V-trace's ``scan_chunk_with_next`` (6-30% slower with it)."""
     backward: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
     A, B = _scan_maps(alpha, beta, BLOCK_T, backward, SHUFFLE_TIME, TIME_THREADS, THREAD_STEPS_FIRST)
     last_carries_nothing: tl.constexpr = NUM_STAGES == 1 and BLOCK_T <= 256 and SHUFFLE_TIME == 0

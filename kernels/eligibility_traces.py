@@ -75,8 +75,8 @@ def _eligibility_traces_kernel(
         done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask, tl.where(done_before, 0.0, decay), 1.0)
         z, carry = _scan.scan_chunk(
-            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST,
-            TIME_THREADS,
+            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
+            LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 

@@ -76,8 +76,8 @@ def _episodic_prefix_sum_kernel(
             new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
         beta = tl.where(mask & new_episode, 0.0, 1.0).to(ACC)
         c, carry = _scan.scan_chunk(
-            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False, LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST,
-            TIME_THREADS,
+            x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
+            LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 

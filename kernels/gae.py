@@ -111,8 +111,8 @@ def _gae_kernel(
         alpha = tl.where(mask, delta, 0.0)
         beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
         adv, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, NUM_STAGES, SHUFFLE_TIME,
-            LATEST_FIRST, TIME_THREADS,
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
+            LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)

@@ -85,8 +85,8 @@ def _lambda_returns_kernel(
         alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
         beta = tl.where(mask, trace, 1.0)
         g, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, NUM_STAGES, SHUFFLE_TIME,
-            LATEST_FIRST, TIME_THREADS,
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
+            LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 

@@ -72,8 +72,8 @@ def _linear_scan_kernel(
         alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
         beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
         y, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE, LOOKBACK, NUM_STAGES, SHUFFLE_TIME,
-            LATEST_FIRST, TIME_THREADS,
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
+            LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
             True,  # THREAD_STEPS_FIRST: forward scans of tiles in quarters too (``_scan._scan_maps``)
         )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)

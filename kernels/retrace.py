@@ -114,8 +114,8 @@ def _retrace_kernel(
         trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
         beta = tl.where(mask, trace, 1.0)
         d, carry = _scan.scan_chunk(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK, NUM_STAGES, SHUFFLE_TIME,
-            LATEST_FIRST, TIME_THREADS,
+            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
+            LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
