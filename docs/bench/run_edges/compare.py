@@ -5,13 +5,19 @@ when B is faster); then the geometric mean, and the same over the cells where ``
   python docs/bench/run_edges/compare.py DIR A B [--only short-unpipelined]
 
 ``DIR`` holds ``A_1.json``, ``A_2.json``, ``B_1.json``, ``B_2.json``. ``short-unpipelined``: the
-cells where the sixteenth session's rule skips the last chunk's carry-out (``[T, N]``, not V-trace,
-no look-back, unpipelined tiles of at most 256 steps)."""
+cells where the sixteenth session's rule skips the last chunk's carry-out (``skips_last_carry``).
+Run from the repository root."""
 import json
 import math
 import statistics
 import sys
 from pathlib import Path
+
+import torch
+
+sys.path.append("scripts")
+import bench_kernels as B  # noqa: E402
+from kernels import _launch  # noqa: E402
 
 
 def medians(directory: Path, tag: str) -> dict:
@@ -24,10 +30,13 @@ def medians(directory: Path, tag: str) -> dict:
 
 
 def skips_last_carry(key) -> bool:
+    """``_scan.scan_chunk``'s rule for the cell's block shape: no look-back, unpipelined, at most 256
+    steps, no warp shuffles (``_launch.shuffles_time``); V-trace's ``scan_chunk_with_next`` never."""
     est, T, N, dtype, layout, label = key
-    block_t = int(label.split("x")[0])
-    return (layout == "tn" and est != "vtrace" and "lookback" not in label and "stages" not in label
-            and block_t <= 256)
+    config = B.parse_config_label(label)
+    shuffles = _launch.shuffles_time(config, layout != "tn", torch.float32, B.DTYPES[dtype].itemsize)
+    return (est != "vtrace" and not config.lookback and config.num_stages == 1 and config.block_t <= 256
+            and not shuffles)
 
 
 def geomean(xs) -> float:
