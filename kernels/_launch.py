@@ -17,9 +17,9 @@ from typing import Optional
 
 import torch
 
-from kernels import _replay
+from kernels import _explicit_layout, _replay
 from kernels._direct_launch import DirectLauncher
-from kernels._triton import INTERPRET, tl, triton
+from kernels._triton import INTERPRET, runs_gluon, tl, triton
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,10 @@ class LaunchConfig:
     ``thread_runs``: a ``[T, N]`` tile gives each thread a run of consecutive steps
     (:func:`time_threads`), scanned within the thread before one map per thread crosses threads
     (``_scan.scan_thread_runs``). Ignored for ``[N, T]`` storage.
+
+    ``explicit_layout``: the kernel's explicit-layout twin (``kernels._explicit_layout``, Gluon; a
+    GPU only) holds a whole ``[T, N]`` sequence (``T <= block_t``) in one tile of ``num_warps``
+    warps along time, each thread a run of steps of ``block_n * time_threads / 32`` environments.
     """
 
     block_t: int
@@ -53,6 +57,7 @@ class LaunchConfig:
     num_stages: int = 1
     latest_first: bool = False
     thread_runs: bool = False
+    explicit_layout: bool = False
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -61,6 +66,14 @@ class LaunchConfig:
                 raise ValueError(f"LaunchConfig.{name} must be a power of two, got {value}")
         if self.num_stages < 1:
             raise ValueError(f"LaunchConfig.num_stages must be at least 1, got {self.num_stages}")
+        if self.explicit_layout:
+            threads = _explicit_layout.time_threads(self.block_t, self.num_warps)
+            if self.lookback or self.num_stages > 1:
+                raise ValueError("LaunchConfig.explicit_layout holds a whole sequence: no lookback, num_stages 1")
+            if self.block_t < threads * self.num_warps or self.block_n * threads < 32:
+                raise ValueError(f"LaunchConfig.explicit_layout needs block_t >= {threads * self.num_warps} and "
+                                 f"block_n >= {32 // threads} on {self.num_warps} warps, got "
+                                 f"{self.block_t} x {self.block_n}")
 
 
 # Time-contiguous tile lengths (steps) that lie in one warp (Triton lays 16-byte vectors of consecutive
@@ -79,7 +92,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
                   one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
                   sixteen_warp_rows: bool = False, short_look_back_tiles: bool = False,
-                  aligned_rows: bool = True) -> LaunchConfig:
+                  aligned_rows: bool = True, explicit_short_tiles: bool = False) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -118,7 +131,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     sequences, and bf16 tiles"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
     start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
-    tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles.
+    tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
+    ``explicit_short_tiles`` for kernels with an explicit-layout twin (GAE), whose short ``[T, N]``
+    sequences then take :func:`_explicit_short_tile` where it gives one (the caller says whether
+    the twin can run: ``estimator_config``).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
@@ -178,10 +194,31 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       ``_scan``).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
+    explicit = _explicit_short_tile(T, N, itemsize, aligned_rows) if explicit_short_tiles and not time_contiguous else None
+    if explicit is not None:
+        return explicit
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
                           sixteen_warp_rows, short_look_back_tiles, aligned_rows)
     return in_step_order(config, time_contiguous, latest_first)
+
+
+def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Optional[LaunchConfig]:
+    """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
+    where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
+    DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
+    steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
+    (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below; 33-64
+    steps in other rows two per thread. ``None`` elsewhere."""
+    t_pow2 = max(8, triton.next_power_of_2(T))
+    if T > 256 or itemsize not in (2, 4):
+        return None
+    env_threads = 32 // _explicit_layout.time_threads(t_pow2, 4)
+    if t_pow2 <= 32:
+        return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if N >= 128 or t_pow2 > 8 else None
+    if aligned_rows and N * max(t_pow2, 128) < SHORT_WALKS_FROM:
+        return LaunchConfig(t_pow2, (4 if N >= 2048 else 2) * env_threads, 4, explicit_layout=True)
+    return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if t_pow2 == 64 else None
 
 
 def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: bool) -> LaunchConfig:
@@ -394,8 +431,8 @@ def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
-    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS`` and ``SHORT_LOOK_BACK_TILES``
-    (default false).
+    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS``, ``SHORT_LOOK_BACK_TILES`` and
+    ``EXPLICIT_SHORT_TILES`` (default false).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -409,7 +446,8 @@ def kernel_traits(estimator: str) -> dict:
             "paired_rows": getattr(module, "PAIRED_ROWS", False),
             "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False),
             "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False),
-            "short_look_back_tiles": getattr(module, "SHORT_LOOK_BACK_TILES", False)}
+            "short_look_back_tiles": getattr(module, "SHORT_LOOK_BACK_TILES", False),
+            "explicit_short_tiles": getattr(module, "EXPLICIT_SHORT_TILES", False)}
 
 
 def rows_are_aligned(row_stride: int) -> bool:
@@ -422,10 +460,12 @@ def rows_are_aligned(row_stride: int) -> bool:
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int,
                      aligned_rows: bool = True) -> LaunchConfig:
     """The block shape ``kernels.<estimator>`` launches with ``config=None``: :func:`choose_config`
-    with the :func:`kernel_traits` of its module (the benchmark reports the same); ``launch``
-    derives ``aligned_rows`` from the first input's row stride."""
+    with the :func:`kernel_traits` of its module (the benchmark reports the same), explicit layouts
+    only where Gluon kernels run (``EXPLICIT_LAYOUTS``); ``launch`` derives ``aligned_rows`` from
+    the first input's row stride."""
+    traits = kernel_traits(estimator)
     return choose_config(T, N, time_contiguous, itemsize=itemsize, aligned_rows=aligned_rows,
-                         **kernel_traits(estimator))
+                         **dict(traits, explicit_short_tiles=traits["explicit_short_tiles"] and EXPLICIT_LAYOUTS))
 
 
 def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple,
@@ -460,6 +500,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     else:
         flags = ws = tensors[0]
         programs = n_blocks
+    if config.explicit_layout:
+        kernel = _explicit_twin(kernel, batch, time_contiguous, config)
     launcher = _LAUNCHERS.get(kernel)
     if launcher is None:
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
@@ -468,7 +510,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
                       LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages,
                       SHUFFLE_TIME=16 // itemsize if shuffle_time else 0,
                       LATEST_FIRST=config.latest_first and not shuffle_time,
-                      TIME_THREADS=time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1)
+                      TIME_THREADS=_time_threads(config, time_contiguous, itemsize))
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():
@@ -477,6 +519,31 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
 
 
 _LAUNCHERS: dict = {}  # kernel -> its DirectLauncher
+
+# Whether launches may take explicit-layout twins: Gluon kernels run on NVIDIA GPUs, not in the interpreter.
+EXPLICIT_LAYOUTS = runs_gluon(torch.device("cuda"))
+
+
+def _explicit_twin(kernel, batch, time_contiguous: bool, config: LaunchConfig):
+    """``kernel``'s explicit-layout twin for a ``LaunchConfig.explicit_layout`` launch, or a
+    ``ValueError`` naming what the problem lacks."""
+    twin = _explicit_layout.TWINS.get(kernel)
+    if twin is None:
+        raise ValueError(f"LaunchConfig.explicit_layout: {kernel.fn.__name__} has no explicit-layout kernel")
+    if not runs_gluon(batch.device):
+        raise ValueError("LaunchConfig.explicit_layout runs on a GPU only (not the interpreter, not the CPU)")
+    if time_contiguous or batch.T > config.block_t:
+        raise ValueError(f"LaunchConfig.explicit_layout holds a whole [T, N] sequence: needs time_dim=0 and "
+                         f"T <= block_t, got T = {batch.T}, block_t = {config.block_t}"
+                         + (" with time_dim=1" if time_contiguous else ""))
+    return twin
+
+
+def _time_threads(config: LaunchConfig, time_contiguous: bool, itemsize: int) -> int:
+    """The kernels' ``TIME_THREADS``: threads along time of a tile in thread runs or in an explicit layout."""
+    if config.explicit_layout:
+        return _explicit_layout.time_threads(config.block_t, config.num_warps)
+    return time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1
 
 
 def accumulator(dtype: torch.dtype):

@@ -65,12 +65,12 @@ def affine_then_with_previous(a1, b1, e1, f1, a2, b2, e2, f2):
     return a2 + b2 * a1, b1 * b2, e2 + f2 * a1, f2 * b1
 
 
-def coefficient_kernel(fn):
-    """``triton.jit`` for an estimator kernel whose ``*_hi``/``*_lo`` arguments carry a coefficient's
-    bits (``_launch.scalars``): they are not specialised on their values, so any coefficient
-    reuses the compiled kernel."""
+def coefficient_kernel(fn, jit=triton.jit):
+    """``triton.jit`` (or another ``jit``: ``gluon.jit``) for an estimator kernel whose
+    ``*_hi``/``*_lo`` arguments carry a coefficient's bits (``_launch.scalars``): they are not
+    specialised on their values, so any coefficient reuses the compiled kernel."""
     halves = [name for name in inspect.signature(fn).parameters if name.endswith(("_hi", "_lo"))]
-    return triton.jit(fn, do_not_specialize=halves)
+    return jit(fn, do_not_specialize=halves)
 
 
 @triton.jit

@@ -18,11 +18,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_bootstrap, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl
+from kernels._triton import gl, runs_triton, tl, triton
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
@@ -37,6 +37,18 @@ PAIRED_ROWS = True
 # Float32 [N, T] rows of 2049-4096 steps from 128 to 511 environments, one per program: 16 warps
 # instead of 8 (_launch.choose_config).
 SIXTEEN_WARP_ROWS = True
+# Short [T, N] sequences whole in explicit-layout tiles (_gae_explicit_kernel; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
+
+
+@triton.jit
+def _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC: tl.constexpr):
+    """``(alpha, beta)`` of a tile: ``delta_t`` and ``gamma lam (1 - done_t)``; the identity ``(0, 1)``
+    where masked."""
+    delta = r + gamma * tl.where(terminated, 0.0, v_after) - v
+    alpha = tl.where(mask, delta, 0.0)
+    beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
+    return alpha, beta
 
 
 @_scan.coefficient_kernel
@@ -107,15 +119,80 @@ def _gae_kernel(
                 v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
             )
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
-        delta = r + gamma * tl.where(terminated, 0.0, v_after) - v
-        alpha = tl.where(mask, delta, 0.0)
-        beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
+        alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
         adv, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
+
+
+@_explicit_layout.twin_of(_gae_kernel)
+@_explicit_layout.twin_kernel
+def _gae_explicit_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    adv_ptr,
+    s_adv_t,
+    s_adv_n,
+    ret_ptr,
+    s_ret_t,
+    s_ret_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_gae_kernel`` for a whole ``[T, N]`` sequence per tile in an explicit layout (``_explicit_layout``)."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS)
+    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+    v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
+    terminated = _scan.load_flags_full_width(term_ptr, t, n, s_term_t, s_term_n, mask)
+    done = terminated
+    if HAS_TRUNC:
+        done = done | _scan.load_flags_full_width(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+    if HAS_NEXT:
+        v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+    else:
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+        v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, (t[:, None] + 1 < T) & n_ok[None, :], ACC)
+        v_after = gl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
+    alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
+    adv, _ = _explicit_layout.scan_latest_first(alpha, beta)
+    _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
+    _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 
 
 def validate(

@@ -411,22 +411,24 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
 
 
 def config_label(c: LaunchConfig) -> str:
-    """A block shape as ``<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs]``
+    """A block shape as ``<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit]``
     (``parse_config_label`` reads it back)."""
     return (f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if c.lookback else "")
             + (f"+{c.num_stages}stages" if c.num_stages > 1 else "") + ("+latest" if c.latest_first else "")
-            + ("+runs" if c.thread_runs else ""))
+            + ("+runs" if c.thread_runs else "")
+            + ("+explicit" if getattr(c, "explicit_layout", False) else ""))  # not in older kernels' configs
 
 
 def parse_config_label(label: str) -> LaunchConfig:
     """The :class:`LaunchConfig` that ``config_label`` wrote as ``label``, e.g. ``16x64w1+lookback``."""
-    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(\+latest)?(\+runs)?", label.strip())
+    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(\+latest)?(\+runs)?(\+explicit)?",
+                         label.strip())
     if match is None:
         raise ValueError(f"config label {label!r} is not "
-                         "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs]")
-    block_t, block_n, warps, lookback, stages, latest, runs = match.groups()
+                         "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit]")
+    block_t, block_n, warps, lookback, stages, latest, runs, explicit = match.groups()
     return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1),
-                        latest is not None, runs is not None)
+                        latest is not None, runs is not None, explicit is not None)
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:

@@ -66,10 +66,12 @@ def device() -> str:
 
 @pytest.fixture
 def compiled_block_shapes(monkeypatch):
-    """``choose_config`` as on a GPU, where the interpreter's big tiles do not apply."""
+    """``choose_config`` as on a GPU, where the interpreter's big tiles do not apply, for the Triton
+    kernels' tiles (the explicit-layout tiles some kernels take there: ``test_explicit_layout``)."""
     from kernels import _launch
 
     monkeypatch.setattr(_launch, "INTERPRET", False)
+    monkeypatch.setattr(_launch, "EXPLICIT_LAYOUTS", False)
     _launch.choose_config.cache_clear()
     yield _launch
     _launch.choose_config.cache_clear()

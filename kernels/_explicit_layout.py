@@ -1,0 +1,70 @@
+"""Short time-major sequences held whole in one tile whose layout the kernel sets itself (Gluon).
+
+A ``[T, N]`` rollout is contiguous along environments, so Triton lays a loaded tile out with
+consecutive environments in each thread and along the lanes: time then crosses threads at every
+step, and a scan over it moves the tile through shared memory several times (GAE's 128 x 16 tile:
+13 barriers). Here the kernel chooses the layout instead: each thread holds a run of consecutive
+steps of a few consecutive environments (``[steps, envs]`` per thread, the environments as one
+vector load), ``time_threads`` lanes of a warp and every warp lie along time, the other lanes along
+environments::
+
+    steps per thread = BLOCK_T / (time_threads * warps)    envs per thread = BLOCK_N * time_threads / 32
+
+The reverse-time scan ``A_t = alpha_t + beta_t A_{t+1}`` over the whole sequence is then each
+thread's run, a few warp shuffles, and one exchange between warps. The tile holds its steps latest
+first (row ``i`` is step ``BLOCK_T - 1 - i``), so the scan runs forward (Triton's reverse scan
+mirrors the lanes of each warp by shuffles). A tile is one program: ``T <= BLOCK_T``.
+
+An estimator with such a kernel registers it as the *twin* of its Triton kernel
+(:func:`twin_of`): the same arguments, so ``_launch.launch`` takes the twin when the block shape
+says ``explicit_layout``. Gluon kernels run on a GPU only (``_triton.runs_gluon``).
+"""
+
+from __future__ import annotations
+
+from kernels import _scan
+from kernels._triton import gl, gluon
+
+TWINS: dict = {}  # Triton kernel -> its explicit-layout twin
+
+
+def twin_of(kernel):
+    """Register the decorated Gluon kernel as ``kernel``'s explicit-layout twin."""
+
+    def register(twin):
+        TWINS[kernel] = twin
+        return twin
+
+    return register
+
+
+def twin_kernel(fn):
+    """``gluon.jit`` for an explicit-layout twin (coefficients as in ``_scan.coefficient_kernel``)."""
+    return _scan.coefficient_kernel(fn, gluon.jit)
+
+
+def time_threads(block_t: int, num_warps: int) -> int:
+    """Lanes of a warp along time in an explicit-layout tile: 8 (so a warp reads 4 rows of 32-byte
+    runs of environments), fewer in tiles of under 16 steps per warp, whose threads keep 2 steps."""
+    return max(1, min(8, block_t // (2 * num_warps)))
+
+
+@gluon.jit
+def whole_sequence_tile(T, N, BLOCK_T: gl.constexpr, BLOCK_N: gl.constexpr, TIME_THREADS: gl.constexpr):
+    """Steps ``t`` (latest first) and environments ``n`` of this program's tile in the layout the
+    module docstring describes, with ``n < N`` and the tile's mask (``t < T`` and ``n < N``)."""
+    WARPS: gl.constexpr = gl.num_warps()
+    ENV_THREADS: gl.constexpr = 32 // TIME_THREADS
+    layout: gl.constexpr = gl.BlockedLayout([BLOCK_T // (TIME_THREADS * WARPS), BLOCK_N // ENV_THREADS],
+                                            [TIME_THREADS, ENV_THREADS], [WARPS, 1], [1, 0])
+    t = BLOCK_T - 1 - gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, layout))
+    n = gl.program_id(0) * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+    n_ok = n < N
+    return t, n, n_ok, (t[:, None] < T) & n_ok[None, :]
+
+
+@gluon.jit
+def scan_latest_first(alpha, beta):
+    """``A_t = alpha_t + beta_t A_{t+1}`` (``A_T = 0``) over a tile of :func:`whole_sequence_tile`;
+    ``(A, B)`` with ``B_t`` the product of ``beta`` from t to the end."""
+    return gl.associative_scan((alpha, beta), 0, _scan.affine_then)
