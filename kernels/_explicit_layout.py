@@ -13,7 +13,8 @@ environments::
 The reverse-time scan ``A_t = alpha_t + beta_t A_{t+1}`` over the whole sequence is then each
 thread's run, a few warp shuffles, and one exchange between warps. The tile holds its steps latest
 first (row ``i`` is step ``BLOCK_T - 1 - i``), so the scan runs forward (Triton's reverse scan
-mirrors the lanes of each warp by shuffles). A tile is one program: ``T <= BLOCK_T``.
+mirrors the lanes of each warp by shuffles); a forward scan's tile holds them in time order. A
+tile is one program: ``T <= BLOCK_T``.
 
 An estimator with such a kernel registers it as the *twin* of its Triton kernel
 (:func:`twin_of`): the same arguments, so ``_launch.launch`` takes the twin when the block shape
@@ -50,21 +51,46 @@ def time_threads(block_t: int, num_warps: int) -> int:
 
 
 @gluon.jit
-def whole_sequence_tile(T, N, BLOCK_T: gl.constexpr, BLOCK_N: gl.constexpr, TIME_THREADS: gl.constexpr):
-    """Steps ``t`` (latest first) and environments ``n`` of this program's tile in the layout the
-    module docstring describes, with ``n < N`` and the tile's mask (``t < T`` and ``n < N``)."""
+def whole_sequence_tile(T, N, BLOCK_T: gl.constexpr, BLOCK_N: gl.constexpr, TIME_THREADS: gl.constexpr,
+                        REVERSE: gl.constexpr):
+    """Steps ``t`` (in scan order: latest first when ``REVERSE``) and environments ``n`` of this
+    program's tile in the layout the module docstring describes, with ``n < N`` and the tile's mask
+    (``t < T`` and ``n < N``)."""
     WARPS: gl.constexpr = gl.num_warps()
     ENV_THREADS: gl.constexpr = 32 // TIME_THREADS
     layout: gl.constexpr = gl.BlockedLayout([BLOCK_T // (TIME_THREADS * WARPS), BLOCK_N // ENV_THREADS],
                                             [TIME_THREADS, ENV_THREADS], [WARPS, 1], [1, 0])
-    t = BLOCK_T - 1 - gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, layout))
+    rows = gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, layout))
+    if REVERSE:
+        t = BLOCK_T - 1 - rows
+    else:
+        t = rows
     n = gl.program_id(0) * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
     n_ok = n < N
     return t, n, n_ok, (t[:, None] < T) & n_ok[None, :]
 
 
 @gluon.jit
-def scan_latest_first(alpha, beta):
-    """``A_t = alpha_t + beta_t A_{t+1}`` (``A_T = 0``) over a tile of :func:`whole_sequence_tile`;
-    ``(A, B)`` with ``B_t`` the product of ``beta`` from t to the end."""
+def load_step(ptr, step, stride_t, n, stride_n, n_ok, DTYPE: gl.constexpr):
+    """``ptr[step, n]`` for the tile's environments ``n`` as ``DTYPE`` (``_scan.load_env`` of one
+    step; the step's offset in 64 bits, as ``_scan.wide`` gives it to the Triton kernels)."""
+    steps = gl.zeros_like(n).to(gl.int64) + step
+    return _scan.load_env(ptr + steps * stride_t, n, stride_n, n_ok, DTYPE)
+
+
+@gluon.jit
+def scan_tile(alpha, beta):
+    """The inclusive maps ``(A, B)`` of a :func:`whole_sequence_tile` in scan order: for a reverse
+    scan ``A_t = alpha_t + beta_t A_{t+1}`` from ``A_T = 0`` and ``B_t`` the product of ``beta``
+    from t to the end, so ``A_t + B_t y_T`` starts from ``y_T`` (forward scans alike)."""
     return gl.associative_scan((alpha, beta), 0, _scan.affine_then)
+
+
+@gluon.jit
+def scan_tile_with_next(alpha, beta):
+    """``(A, E)`` of a reverse :func:`whole_sequence_tile` from ``A_T = 0``: ``A_t`` as in
+    :func:`scan_tile` and ``E_t = A_{t+1}`` (``_scan.affine_then_with_previous``'s exclusive map)."""
+    A, _, E, _ = gl.associative_scan((alpha, beta, gl.zeros_like(alpha), gl.full_like(beta, 1.0)), 0,
+                                     _scan.affine_then_with_previous)
+    return A, E
+

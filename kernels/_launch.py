@@ -132,7 +132,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
-    ``explicit_short_tiles`` for kernels with an explicit-layout twin (GAE), whose short ``[T, N]``
+    ``explicit_short_tiles`` for kernels with an explicit-layout twin (all of them), whose short ``[T, N]``
     sequences then take :func:`_explicit_short_tile` where it gives one (the caller says whether
     the twin can run: ``estimator_config``).
 
@@ -194,7 +194,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       ``_scan``).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
-    explicit = _explicit_short_tile(T, N, itemsize, aligned_rows) if explicit_short_tiles and not time_contiguous else None
+    explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles)
+                if explicit_short_tiles and not time_contiguous else None)
     if explicit is not None:
         return explicit
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
@@ -203,21 +204,24 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     return in_step_order(config, time_contiguous, latest_first)
 
 
-def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Optional[LaunchConfig]:
+def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide_scan: bool,
+                         narrow_short_tiles: bool) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
     steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
-    (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below; 33-64
-    steps in other rows two per thread. ``None`` elsewhere."""
+    (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below (two
+    for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with ``wide_scan``, whose
+    tiles measured slower or spilled); 33-64 steps in other rows two per thread. ``None`` elsewhere."""
     t_pow2 = max(8, triton.next_power_of_2(T))
-    if T > 256 or itemsize not in (2, 4):
+    if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256):
         return None
     env_threads = 32 // _explicit_layout.time_threads(t_pow2, 4)
     if t_pow2 <= 32:
         return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if N >= 128 or t_pow2 > 8 else None
     if aligned_rows and N * max(t_pow2, 128) < SHORT_WALKS_FROM:
-        return LaunchConfig(t_pow2, (4 if N >= 2048 else 2) * env_threads, 4, explicit_layout=True)
+        wide = N >= 2048 and not (narrow_short_tiles and t_pow2 == 256)
+        return LaunchConfig(t_pow2, (4 if wide else 2) * env_threads, 4, explicit_layout=True)
     return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if t_pow2 == 64 else None
 
 

@@ -16,11 +16,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl
+from kernels._triton import gl, runs_triton, tl, triton
 
 # Long [N, T] walks over many environments run faster unpipelined (_launch.choose_config).
 PIPELINED_WALKS = False
@@ -29,9 +29,23 @@ PIPELINED_WALKS = False
 PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
 # Float32 [T, N] tiles of 33-256 steps 8 environments wide up to 8191 environments
 # (_launch.choose_config).
 NARROW_SHORT_TILES = True
+
+
+@triton.jit
+def _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC: tl.constexpr):
+    """``(alpha, beta)`` of a tile (module docstring; ``v_after`` and ``truncated`` only with
+    ``HAS_TRUNC``); the identity ``(0, 1)`` where masked."""
+    done = terminated
+    alpha = r
+    if HAS_TRUNC:
+        done = done | truncated
+        alpha = alpha + tl.where(truncated & ~terminated, gamma * v_after, 0.0)
+    return tl.where(mask, alpha, 0.0), tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
 
 
 @_scan.coefficient_kernel
@@ -86,22 +100,78 @@ def _discounted_returns_kernel(
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
-        done = terminated
-        alpha = r
+        truncated = terminated
+        v_after = r
         if HAS_TRUNC:
             truncated = _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-            done = done | truncated
             # the whole tile, though only truncated steps use it: a load masked by the flags waits for
             # them (H200, 8192 x 4096: 176 -> 148 us [N, T], 204 -> 186 us [T, N]; docs/perf.md)
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
-            alpha = alpha + tl.where(truncated & ~terminated, gamma * v_after, 0.0)
-        alpha = tl.where(mask, alpha, 0.0)
-        beta = tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
+        alpha, beta = _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC)
         g, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
+
+
+@_explicit_layout.twin_of(_discounted_returns_kernel)
+@_explicit_layout.twin_kernel
+def _discounted_returns_explicit_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    HAS_BOOT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_discounted_returns_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, True)
+    if HAS_BOOT:
+        g_end = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+    elif HAS_NEXT:
+        g_end = _explicit_layout.load_step(nv_ptr, T - 1, s_nv_t, n, s_nv_n, n_ok, ACC)
+    else:
+        g_end = gl.zeros_like(n_ok).to(ACC)
+    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+    truncated = terminated
+    v_after = r
+    if HAS_TRUNC:
+        truncated = _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+        v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+    alpha, beta = _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC)
+    g, b = _explicit_layout.scan_tile(alpha, beta)
+    _scan.store_tile(out_ptr, g + b * g_end[None, :], t, n, s_out_t, s_out_n, mask)
 
 
 def validate(

@@ -14,11 +14,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl
+from kernels._triton import runs_triton, tl, triton
 
 # One float and one flag in, one float out per step: longer tiles to more environments (_launch.choose_config).
 LIGHT_STEPS = True
@@ -27,6 +27,14 @@ LIGHT_STEPS = True
 LONG_RUN_TILES = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
 DEEP_WALKS = True
+# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
+
+
+@triton.jit
+def _eligibility_traces_beta(done_before, mask, decay):
+    """``beta_t = gamma lam (1 - done_{t-1})`` of a tile; 1 where masked."""
+    return tl.where(mask, tl.where(done_before, 0.0, decay), 1.0)
 
 
 @_scan.coefficient_kernel
@@ -73,12 +81,55 @@ def _eligibility_traces_kernel(
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
-        beta = tl.where(mask, tl.where(done_before, 0.0, decay), 1.0)
+        beta = _eligibility_traces_beta(done_before, mask, decay)
         z, carry = _scan.scan_chunk(
             x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
+
+
+@_explicit_layout.twin_of(_eligibility_traces_kernel)
+@_explicit_layout.twin_kernel
+def _eligibility_traces_explicit_kernel(
+    x_ptr,
+    s_x_t,
+    s_x_n,
+    done_ptr,
+    s_done_t,
+    s_done_n,
+    init_ptr,
+    s_init,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_INIT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_eligibility_traces_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
+    decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, False)
+    x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
+    done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
+    z, b = _explicit_layout.scan_tile(x, _eligibility_traces_beta(done_before, mask, decay))
+    if HAS_INIT:
+        z = z + b * _scan.load_env(init_ptr, n, s_init, n_ok, ACC)[None, :]
+    _scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 
 
 def validate(inputs, dones, *, gamma=0.99, lam=0.95, initial=None, time_dim=0) -> tuple[Batch, dict]:

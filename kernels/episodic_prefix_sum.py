@@ -14,7 +14,7 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch
 from kernels._launch import LaunchConfig, launch
 from kernels._replay import replayable
@@ -29,6 +29,14 @@ LIGHT_STEPS = True
 LONG_RUN_TILES = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
 DEEP_WALKS = True
+# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
+
+
+@triton.jit
+def _episodic_prefix_sum_beta(new_episode, mask, ACC: tl.constexpr):
+    """``beta_t``: 0 where step t starts an episode, else 1 (1 where masked)."""
+    return tl.where(mask & new_episode, 0.0, 1.0).to(ACC)
 
 
 @triton.jit
@@ -74,12 +82,54 @@ def _episodic_prefix_sum_kernel(
             new_episode = _scan.load_flags(flag_ptr, t, n, s_flag_t, s_flag_n, mask)
         else:
             new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
-        beta = tl.where(mask & new_episode, 0.0, 1.0).to(ACC)
+        beta = _episodic_prefix_sum_beta(new_episode, mask, ACC)
         c, carry = _scan.scan_chunk(
             x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
+
+
+@_explicit_layout.twin_of(_episodic_prefix_sum_kernel)
+@_explicit_layout.twin_kernel
+def _episodic_prefix_sum_explicit_kernel(
+    x_ptr,
+    s_x_t,
+    s_x_n,
+    flag_ptr,
+    s_flag_t,
+    s_flag_n,
+    init_ptr,
+    s_init,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    STARTS_AT: tl.constexpr,
+    HAS_INIT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_episodic_prefix_sum_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, False)
+    x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
+    if STARTS_AT:
+        new_episode = _scan.load_flags(flag_ptr, t, n, s_flag_t, s_flag_n, mask)
+    else:
+        new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
+    c, b = _explicit_layout.scan_tile(x, _episodic_prefix_sum_beta(new_episode, mask, ACC))
+    if HAS_INIT:
+        c = c + b * _scan.load_env(init_ptr, n, s_init, n_ok, ACC)[None, :]
+    _scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 
 
 def validate(inputs, dones, *, initial=None, boundary="ends_at", time_dim=0) -> tuple[Batch, dict]:

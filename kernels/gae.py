@@ -173,10 +173,10 @@ def _gae_explicit_kernel(
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
 ):
-    """``_gae_kernel`` for a whole ``[T, N]`` sequence per tile in an explicit layout (``_explicit_layout``)."""
+    """``_gae_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS)
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, True)
     r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
     v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
     terminated = _scan.load_flags_full_width(term_ptr, t, n, s_term_t, s_term_n, mask)
@@ -190,7 +190,7 @@ def _gae_explicit_kernel(
         v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, (t[:, None] + 1 < T) & n_ok[None, :], ACC)
         v_after = gl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
     alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
-    adv, _ = _explicit_layout.scan_latest_first(alpha, beta)
+    adv, _ = _explicit_layout.scan_tile(alpha, beta)
     _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
     _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 

@@ -16,11 +16,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl
+from kernels._triton import runs_triton, tl, triton
 
 # Long [N, T] walks over many environments run faster unpipelined (_launch.choose_config).
 PIPELINED_WALKS = False
@@ -29,6 +29,16 @@ PIPELINED_WALKS = False
 PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
+
+
+@triton.jit
+def _lambda_returns_pairs(r, v_after, terminated, done, mask, gamma, lam):
+    """``(alpha, beta)`` of a tile (module docstring); the identity ``(0, 1)`` where masked."""
+    trace = tl.where(done, 0.0, gamma * lam)
+    alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
+    return alpha, tl.where(mask, trace, 1.0)
 
 
 @_scan.coefficient_kernel
@@ -81,14 +91,64 @@ def _lambda_returns_kernel(
         done = terminated
         if HAS_TRUNC:
             done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-        trace = tl.where(done, 0.0, gamma * lam)
-        alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, v_after) - trace * v_after, 0.0)
-        beta = tl.where(mask, trace, 1.0)
+        alpha, beta = _lambda_returns_pairs(r, v_after, terminated, done, mask, gamma, lam)
         g, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
+
+
+@_explicit_layout.twin_of(_lambda_returns_kernel)
+@_explicit_layout.twin_kernel
+def _lambda_returns_explicit_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_TRUNC: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_lambda_returns_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, True)
+    g_end = _explicit_layout.load_step(nv_ptr, T - 1, s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
+    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+    v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+    done = terminated
+    if HAS_TRUNC:
+        done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+    alpha, beta = _lambda_returns_pairs(r, v_after, terminated, done, mask, gamma, lam)
+    g, b = _explicit_layout.scan_tile(alpha, beta)
+    _scan.store_tile(out_ptr, g + b * g_end[None, :], t, n, s_out_t, s_out_n, mask)
 
 
 def validate(

@@ -13,7 +13,7 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch
 from kernels._launch import LaunchConfig, launch
 from kernels._replay import replayable
@@ -29,6 +29,14 @@ LONG_RUN_TILES = True
 # Float32 [N, T] walks from 1024 to 4095 environments: one environment per one-warp program, four
 # chunks deep (_launch.choose_config).
 ONE_ENV_WALKS = True
+# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
+
+
+@triton.jit
+def _linear_scan_beta(b, mask):
+    """``beta`` of a tile; 1 where masked."""
+    return tl.where(mask, b, 1.0)
 
 
 @triton.jit
@@ -70,13 +78,52 @@ def _linear_scan_kernel(
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, REVERSE, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
-        beta = tl.where(mask, _scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
+        beta = _linear_scan_beta(_scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), mask)
         y, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
             True,  # THREAD_STEPS_FIRST: forward scans of tiles in quarters too (``_scan._scan_maps``)
         )
         _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
+
+
+@_explicit_layout.twin_of(_linear_scan_kernel)
+@_explicit_layout.twin_kernel
+def _linear_scan_explicit_kernel(
+    a_ptr,
+    s_a_t,
+    s_a_n,
+    b_ptr,
+    s_b_t,
+    s_b_n,
+    init_ptr,
+    s_init,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    REVERSE: tl.constexpr,
+    HAS_INIT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_linear_scan_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, REVERSE)
+    alpha = _scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
+    beta = _linear_scan_beta(_scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), mask)
+    y, b = _explicit_layout.scan_tile(alpha, beta)
+    if HAS_INIT:
+        y = y + b * _scan.load_env(init_ptr, n, s_init, n_ok, ACC)[None, :]
+    _scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 
 
 def validate(alpha, beta, *, reverse=False, initial=None, time_dim=0) -> tuple[Batch, dict]:

@@ -19,11 +19,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl
+from kernels._triton import runs_triton, tl, triton
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
@@ -39,6 +39,16 @@ NARROW_SHORT_TILES = True
 # Float32 [T, N] sequences of 129-256 steps from 4096 to 8192 environments: 64 x 32 four-warp
 # look-back tiles (_launch.choose_config).
 SHORT_LOOK_BACK_TILES = True
+# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
+
+
+@triton.jit
+def _retrace_pairs(r, q, expected_next_q, log_rho_succ, terminated, done, mask, not_last, gamma, lam, c_bar):
+    """``(alpha, beta)`` of a tile (module docstring); the identity ``(0, 1)`` where masked."""
+    alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
+    trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(tl.exp(log_rho_succ), c_bar), 0.0)
+    return alpha, tl.where(mask, trace, 1.0)
 
 
 @_scan.coefficient_kernel
@@ -102,7 +112,6 @@ def _retrace_kernel(
         log_rho_succ = _scan.successor_rows(
             log_rhos, lr_ptr, chunk, num_chunks, t, n, s_lr_t, s_lr_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
         )
-        rho_succ = tl.exp(log_rho_succ)
         # Runs of four measured slower for tiles in time order ([T, N] 277 -> 323 us); thread runs need
         # them: flags in the float tiles' layout, or it changes by shuffles.
         full_width: tl.constexpr = TIME_THREADS == 1
@@ -110,14 +119,77 @@ def _retrace_kernel(
         done = terminated
         if HAS_TRUNC:
             done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, full_width)
-        alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
-        trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
-        beta = tl.where(mask, trace, 1.0)
+        alpha, beta = _retrace_pairs(r, q, expected_next_q, log_rho_succ, terminated, done, mask, not_last, gamma,
+                                     lam, c_bar)
         d, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
+
+
+@_explicit_layout.twin_of(_retrace_kernel)
+@_explicit_layout.twin_kernel
+def _retrace_explicit_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    q_ptr,
+    s_q_t,
+    s_q_n,
+    eq_ptr,
+    s_eq_t,
+    s_eq_n,
+    lr_ptr,
+    s_lr_t,
+    s_lr_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    c_bar_hi,
+    c_bar_lo,
+    HAS_TRUNC: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_retrace_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, True)
+    not_last = (t[:, None] + 1 < T) & n_ok[None, :]
+    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+    q = _scan.load_tile(q_ptr, t, n, s_q_t, s_q_n, mask, ACC)
+    expected_next_q = _scan.load_tile(eq_ptr, t, n, s_eq_t, s_eq_n, mask, ACC)
+    log_rho_succ = _scan.load_tile(lr_ptr, t + 1, n, s_lr_t, s_lr_n, not_last, ACC)
+    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+    done = terminated
+    if HAS_TRUNC:
+        done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+    alpha, beta = _retrace_pairs(r, q, expected_next_q, log_rho_succ, terminated, done, mask, not_last, gamma, lam,
+                                 c_bar)
+    d, _ = _explicit_layout.scan_tile(alpha, beta)
+    _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 
 def validate(

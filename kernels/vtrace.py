@@ -20,11 +20,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _scan, reference
+from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_bootstrap, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl
+from kernels._triton import runs_triton, tl, triton
 
 
 # The kernel scans four values per step (x and x_{t+1}), except in tiles whose time lies in one warp,
@@ -42,6 +42,22 @@ PAIRED_ROWS = True
 # Float32 [N, T] rows of 2049-4096 steps from 128 to 511 environments, one per program: 16 warps
 # instead of 8 (_launch.choose_config).
 SIXTEEN_WARP_ROWS = True
+# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
+EXPLICIT_SHORT_TILES = True
+
+
+@triton.jit
+def _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar):
+    """``(alpha, beta)`` of a tile (module docstring); the identity ``(0, 1)`` where masked."""
+    delta = tl.minimum(rho, rho_bar) * (r + gamma * tl.where(terminated, 0.0, v_after) - v)
+    return tl.where(mask, delta, 0.0), tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
+
+
+@triton.jit
+def _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam, pg_rho_bar):
+    """The policy-gradient advantages of a tile, from ``x_{t+1} = vs_{t+1} - V_{t+1}`` (module docstring)."""
+    q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
+    return tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)
 
 
 @_scan.coefficient_kernel
@@ -126,18 +142,98 @@ def _vtrace_kernel(
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
         else:
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
-        target = r + gamma * tl.where(terminated, 0.0, v_after) - v
-        delta = tl.minimum(rho, rho_bar) * target
-        alpha = tl.where(mask, delta, 0.0)
-        beta = tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
+        alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
         x, x_next, carry = _scan.scan_chunk_with_next(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST,
             TIME_THREADS,
         )
-        q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
-        pg_adv = tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)
+        pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
+                                       pg_rho_bar)
         _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
         _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
+
+
+@_explicit_layout.twin_of(_vtrace_kernel)
+@_explicit_layout.twin_kernel
+def _vtrace_explicit_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    lr_ptr,
+    s_lr_t,
+    s_lr_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    vs_ptr,
+    s_vs_t,
+    s_vs_n,
+    pg_ptr,
+    s_pg_t,
+    s_pg_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    rho_bar_hi,
+    rho_bar_lo,
+    c_bar_hi,
+    c_bar_lo,
+    pg_hi,
+    pg_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_vtrace_kernel``: a whole ``[T, N]`` sequence per explicit-layout tile (``_explicit_layout``)."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
+    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
+    pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
+    t, n, n_ok, mask = _explicit_layout.whole_sequence_tile(T, N, BLOCK_T, BLOCK_N, TIME_THREADS, True)
+    not_last = (t[:, None] + 1 < T) & n_ok[None, :]
+    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+    v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
+    rho = tl.exp(_scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC))
+    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+    done = terminated
+    if HAS_TRUNC:
+        done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+    v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, not_last, ACC)
+    if HAS_NEXT:
+        v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+    else:
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+        v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
+    alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
+    x, x_next = _explicit_layout.scan_tile_with_next(alpha, beta)
+    pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
+                                   pg_rho_bar)
+    _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
+    _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
 
 
 def validate(

@@ -1,7 +1,8 @@
-"""Build GAE's explicit-layout twin for sm_90 without a GPU (``test_explicit_layout``; run without
-``TRITON_INTERPRET``): for each ``LaunchConfig`` field list in the JSON argument, with and without
-``next_values``, the PTX's barrier count, the PTX, and ``ptxas -v``'s report (``None`` when Triton finds
-no ``ptxas``). Prints one JSON line."""
+"""Build the explicit-layout twins for sm_90 without a GPU (``test_explicit_layout``; run without
+``TRITON_INTERPRET``). The JSON argument lists ``[estimator, LaunchConfig fields, options]``, the
+options ``true`` for every optional input (``HAS_*``) and ``false`` for none; for each, the PTX's
+barrier count, the PTX, and ``ptxas -v``'s report (``None`` when Triton finds no ``ptxas``). Prints
+one JSON line."""
 
 import importlib
 import inspect
@@ -19,20 +20,28 @@ from triton.experimental.gluon._runtime import GluonASTSource
 
 from kernels import LaunchConfig, _explicit_layout
 
-KERNEL = importlib.import_module("kernels.gae")._gae_explicit_kernel
-FLAG_POINTERS = ("term_ptr", "trunc_ptr")
+FLAG_POINTERS = ("term_ptr", "trunc_ptr", "done_ptr", "flag_ptr")
 
 
-def build(config: LaunchConfig, has_next: bool) -> dict:
+def twin_of(estimator: str):
+    module = importlib.import_module(f"kernels.{estimator}")
+    return _explicit_layout.TWINS[getattr(module, f"_{estimator}_kernel")]
+
+
+def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
     """The twin as a contiguous float32 ``[T, N]`` launch specialises it (unit environment strides,
-    16-divisible row strides and pointers, truncations)."""
-    values = dict(HAS_TRUNC=True, HAS_NEXT=has_next, ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n,
-                  LOOKBACK=False, NUM_STAGES=1, SHUFFLE_TIME=0, LATEST_FIRST=False,
+    16-divisible row strides and pointers), reverse where it may be."""
+    kernel = twin_of(estimator)
+    values = dict(ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n, LOOKBACK=False, NUM_STAGES=1,
+                  SHUFFLE_TIME=0, LATEST_FIRST=False, STARTS_AT=False, REVERSE=True,
                   TIME_THREADS=_explicit_layout.time_threads(config.block_t, config.num_warps))
     signature, constants, attrs = {}, {}, {}
-    for i, name in enumerate(inspect.signature(KERNEL.fn).parameters):
-        if name in values or (name.startswith("s_") and name.endswith("_n")) or name == "s_boot":
-            signature[name], constants[(i,)] = "constexpr", values.get(name, 1)
+    for i, param in enumerate(kernel.params):
+        name = param.name
+        if param.is_constexpr:
+            signature[name], constants[(i,)] = "constexpr", options if name.startswith("HAS_") else values[name]
+        elif (name.startswith("s_") and name.endswith("_n")) or name in ("s_boot", "s_init"):
+            signature[name], constants[(i,)] = "constexpr", 1
         elif name.endswith("_ptr") or name in ("ws", "flags"):
             signature[name] = "*u8" if name in FLAG_POINTERS else "*fp32"
             attrs[(i,)] = [["tt.divisibility", 16]]
@@ -40,7 +49,7 @@ def build(config: LaunchConfig, has_next: bool) -> dict:
             signature[name] = "i32"
             if name == "N" or (name.startswith("s_") and name.endswith("_t")):
                 attrs[(i,)] = [["tt.divisibility", 16]]
-    compiled = triton.compile(GluonASTSource(fn=KERNEL, signature=signature, constexprs=constants, attrs=attrs),
+    compiled = triton.compile(GluonASTSource(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32), options={"num_warps": config.num_warps})
     ptx = compiled.asm["ptx"]
     ptxas = get_ptxas(90).path  # the ptxas Triton itself assembles sm_90 code with
@@ -56,9 +65,5 @@ def build(config: LaunchConfig, has_next: bool) -> dict:
 
 
 if __name__ == "__main__":
-    results = []
-    for fields in json.loads(sys.argv[1]):
-        config = LaunchConfig(*fields)
-        for has_next in (False, True):
-            results.append([[config.block_t, config.block_n, has_next], build(config, has_next)])
-    print(json.dumps(results))
+    print(json.dumps([[estimator, fields, options, build(estimator, LaunchConfig(*fields), options)]
+                      for estimator, fields, options in json.loads(sys.argv[1])]))

@@ -23,38 +23,44 @@ from kernels._triton import HAVE_GLUON, runs_gluon
 
 from conftest import DEVICE, call, make_inputs, rel_err, upcast
 
-gae_module = importlib.import_module("kernels.gae")
 ON_GPU = runs_gluon(torch.device(DEVICE))
 
 
-def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True) -> LaunchConfig:
-    return _launch.choose_config(T, N, False, itemsize=itemsize, aligned_rows=aligned_rows, latest_first=True,
-                                 successor_rows=True, explicit_short_tiles=True)
+def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: str = "gae") -> LaunchConfig:
+    traits = dict(_launch.kernel_traits(op), explicit_short_tiles=True)
+    return _launch.choose_config(T, N, False, itemsize=itemsize, aligned_rows=aligned_rows, **traits)
 
 
-@pytest.mark.parametrize("T,N,block_t,block_n", [(128, 4096, 128, 16), (100, 512, 128, 8), (200, 2048, 256, 16),
-                                                 (33, 3000, 64, 8), (64, 1000, 64, 8), (32, 8192, 32, 16),
-                                                 (16, 32768, 16, 32), (5, 200, 8, 64), (1, 4096, 8, 64)])
-def test_short_time_major_sequences_take_whole_sequence_tiles(T, N, block_t, block_n):
-    config = explicit(T, N, aligned_rows=N % 16 == 0)
+@pytest.mark.parametrize("op,T,N,block_t,block_n", [
+    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("gae", 200, 2048, 256, 16), ("gae", 33, 3000, 64, 8),
+    ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32), ("gae", 5, 200, 8, 64),
+    ("gae", 1, 4096, 8, 64), ("discounted_returns", 200, 4096, 256, 8), ("retrace", 256, 2048, 256, 8),
+    ("retrace", 128, 4096, 128, 16), ("vtrace", 128, 4096, 128, 16), ("linear_scan", 256, 4096, 256, 16)])
+def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t, block_n):
+    """Two environments per thread up to 32 steps, and for 33-256 steps below 2048 environments, in
+    unaligned rows and (Retrace, discounted returns) for 129-256 steps; four from 2048 (docs/perf.md)."""
+    config = explicit(T, N, aligned_rows=N % 16 == 0, op=op)
     assert config == LaunchConfig(block_t, block_n, 4, explicit_layout=True)
     assert T <= config.block_t
 
 
-@pytest.mark.parametrize("T,N,itemsize,aligned", [(128, 16384, 4, True), (256, 8192, 4, True), (257, 4096, 4, True),
-                                                 (128, 1000, 4, False), (8, 16, 4, True), (128, 4096, 8, True)])
-def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(T, N, itemsize, aligned):
-    assert not explicit(T, N, itemsize, aligned).explicit_layout
+@pytest.mark.parametrize("op,T,N,itemsize,aligned", [
+    ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 257, 4096, 4, True),
+    ("gae", 128, 1000, 4, False), ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
+    ("vtrace", 200, 2048, 4, True), ("vtrace", 256, 128, 2, True)])
+def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(op, T, N, itemsize, aligned):
+    """Past the walks' threshold, past 256 steps, 65-256 steps in unaligned rows, 8 steps below 128
+    environments, float64, and V-trace's 129-256 steps keep the Triton kernels' tiles."""
+    assert not explicit(T, N, itemsize, aligned, op=op).explicit_layout
 
 
-def test_only_kernels_with_a_twin_and_a_gpu_get_explicit_layouts():
-    assert _launch.kernel_traits("gae")["explicit_short_tiles"]
-    assert _launch.estimator_config("gae", 128, 4096, False, 4).explicit_layout == _launch.EXPLICIT_LAYOUTS
+@pytest.mark.parametrize("op", ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns",
+                                "eligibility_traces", "episodic_prefix_sum", "linear_scan"])
+def test_explicit_layouts_only_where_gluon_kernels_run(op):
+    assert _launch.kernel_traits(op)["explicit_short_tiles"]
+    assert _launch.estimator_config(op, 128, 4096, False, 4).explicit_layout == _launch.EXPLICIT_LAYOUTS
     assert _launch.EXPLICIT_LAYOUTS == runs_gluon(torch.device("cuda"))
-    assert not _launch.estimator_config("gae", 128, 4096, True, 4).explicit_layout  # [N, T]
-    for op in ("vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
-               "episodic_prefix_sum", "linear_scan"):
-        assert not _launch.estimator_config(op, 128, 4096, False, 4).explicit_layout
+    assert not _launch.estimator_config(op, 128, 4096, True, 4).explicit_layout  # [N, T]
 
 
 def test_explicit_layout_block_shapes_are_checked():
@@ -74,56 +80,82 @@ def test_explicit_layout_launches_name_what_the_problem_lacks():
         return
     with pytest.raises(ValueError, match="T <= block_t"):
         call(kernels, case, config=LaunchConfig(32, 16, 4, explicit_layout=True))
-    with pytest.raises(ValueError, match="has no explicit-layout kernel"):
-        call(kernels, make_inputs("lambda_returns", 40, 16, seed=1), config=LaunchConfig(64, 16, 4, explicit_layout=True))
+
+
+
+TWIN_CASES = [("gae", {}), ("gae", dict(next_values=True)), ("gae", dict(truncated=False)),
+              ("vtrace", {}), ("vtrace", dict(next_values=True, scalars=dict(lam=0.9))), ("retrace", {}),
+              ("retrace", dict(truncated=False)), ("lambda_returns", {}), ("lambda_returns", dict(truncated=False)),
+              ("discounted_returns", {}), ("discounted_returns", dict(truncated=False)),
+              ("discounted_returns", dict(truncated=False, bootstrap=False)), ("eligibility_traces", {}),
+              ("eligibility_traces", dict(initial=True)), ("episodic_prefix_sum", dict(initial=True)),
+              ("episodic_prefix_sum", dict(scalars=dict(boundary="starts_at"))), ("linear_scan", dict(initial=True)),
+              ("linear_scan", dict(scalars=dict(reverse=True)))]
+
+
+def twin_case_id(case) -> str:
+    op, kw = case
+    return "-".join([op] + [f"{k}={v}" for k, v in kw.items()])
 
 
 @pytest.mark.skipif(not ON_GPU, reason="Gluon kernels run on an NVIDIA GPU only (the interpreter cannot run them)")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("variant", ["truncated", "next_values", "terminated_only", "env_stride_2"])
-@pytest.mark.parametrize("T,N", [(1, 7), (8, 200), (13, 333), (32, 4096), (50, 1000), (64, 2048), (100, 3000),
-                                 (128, 4096), (200, 16), (256, 8191)])
-def test_twin_matches_the_reference(T, N, variant, dtype):
-    case = make_inputs("gae", T, N, seed=zlib.crc32(repr((T, N, variant, dtype)).encode()), dtype=dtype,
-                       truncated=variant != "terminated_only", next_values=variant == "next_values")
-    if variant == "env_stride_2":
-        case.args = [a.repeat_interleave(2, dim=-1)[..., ::2] if a.dim() == 2 else a for a in case.args]
+@pytest.mark.parametrize("T,N", [(1, 7), (13, 333), (32, 4096), (50, 1000), (128, 4096), (200, 16), (256, 8191)])
+@pytest.mark.parametrize("twin_case", TWIN_CASES, ids=twin_case_id)
+def test_twin_matches_the_reference(twin_case, T, N, dtype):
+    """Every twin, in both widths of its block shape, with and without its optional inputs, partial
+    tiles in time and environments, float32 and bf16; and once with every series a strided view."""
+    op, kw = twin_case
+    case = make_inputs(op, T, N, seed=zlib.crc32(repr((twin_case, T, N, dtype)).encode()), dtype=dtype, **kw)
     ref = call(R, upcast(case))
+    strided = case.map(lambda _, x: x.repeat_interleave(2, dim=-1)[..., ::2] if x.dim() == 2 else x)
     t_pow2 = max(8, 1 << (T - 1).bit_length())
     threads = _explicit_layout.time_threads(t_pow2, 4)
-    for block_n in (2 * 32 // threads, 4 * 32 // threads):
-        out = call(kernels, case, config=LaunchConfig(t_pow2, block_n, 4, explicit_layout=True))
+    for inputs, block_n in ((case, 2 * 32 // threads), (case, 4 * 32 // threads), (strided, 2 * 32 // threads)):
+        out = call(kernels, inputs, config=LaunchConfig(t_pow2, block_n, 4, explicit_layout=True))
         for o, r in zip(out, ref):
             assert o.dtype == dtype
-            assert rel_err(o, r) < (1e-5 if dtype == torch.float32 else 1e-2)
+            assert rel_err(o, r) < (1e-5 if dtype == torch.float32 else 1e-2), (block_n, inputs is strided)
 
 
-BUILD_SHAPES = [(8, 4096), (16, 4096), (32, 4096), (64, 4096), (128, 4096), (256, 4096), (128, 512)]
+TWIN_ESTIMATORS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
+                   "episodic_prefix_sum", "linear_scan")
+BUILD_SHAPES = [(8, 4096), (32, 4096), (64, 4096), (128, 4096), (256, 4096), (128, 512)]
+BUILD_CASES = [(op, T, N) for op in TWIN_ESTIMATORS for T, N in BUILD_SHAPES if explicit(T, N, op=op).explicit_layout]
 
 
 @pytest.fixture(scope="module")
 def sm90_builds():
-    """Every ``BUILD_SHAPES`` twin built for sm_90 by ``gluon_build.py`` in a process of its own (the
-    interpreter, on here without a GPU, replaces the functions the compiler needs)."""
+    """Every twin at the block shapes the rule gives it (``BUILD_CASES``), with and without its
+    optional inputs, built for sm_90 by ``gluon_build.py`` in a process of its own (the interpreter,
+    on here without a GPU, replaces the functions the compiler needs)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     here = os.path.dirname(os.path.abspath(__file__))
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), env.get("PYTHONPATH", "")])
-    shapes = [[*explicit(T, N).__dict__.values()] for T, N in BUILD_SHAPES]
-    done = subprocess.run([sys.executable, os.path.join(here, "gluon_build.py"), json.dumps(shapes)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    jobs = [[op, [*explicit(T, N, op=op).__dict__.values()], options]
+            for op, T, N in BUILD_CASES for options in (False, True)]
+    done = subprocess.run([sys.executable, os.path.join(here, "gluon_build.py"), json.dumps(jobs)],
+                          capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {tuple(k): v for k, v in json.loads(done.stdout.splitlines()[-1])}
+    return {(op, tuple(fields[:2]), options): build for op, fields, options, build in
+            json.loads(done.stdout.splitlines()[-1])}
+
+
+def test_every_estimator_has_a_twin():
+    for op in TWIN_ESTIMATORS:
+        module = importlib.import_module(f"kernels.{op}")
+        assert getattr(module, f"_{op}_kernel") in _explicit_layout.TWINS, op
 
 
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
-@pytest.mark.parametrize("has_next", [False, True])
-@pytest.mark.parametrize("T,N", BUILD_SHAPES)
-def test_twin_builds_for_sm90_without_spills_and_with_one_barrier(sm90_builds, T, N, has_next):
+@pytest.mark.parametrize("options", [False, True], ids=["without_optional_inputs", "with_them"])
+@pytest.mark.parametrize("op,T,N", BUILD_CASES)
+def test_twin_builds_for_sm90_without_spills_and_with_one_barrier(sm90_builds, op, T, N, options):
     """The layout is the point: the whole scan is thread runs, shuffles and one exchange between
     warps (one barrier; Triton's own layout of GAE's 128 x 16 tile takes 13), the environments load
     as vectors, and nothing spills."""
-    config = explicit(T, N)
-    build = sm90_builds[(config.block_t, config.block_n, has_next)]
+    config = explicit(T, N, op=op)
+    build = sm90_builds[(op, (config.block_t, config.block_n), options)]
     assert build["barriers"] == 1
     envs_per_thread = config.block_n * _explicit_layout.time_threads(config.block_t, 4) // 32
     assert re.search(rf"ld\.global(\.\S+)*\.v{envs_per_thread}\.", build["ptx"])
