@@ -222,7 +222,8 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     if aligned_rows and N * max(t_pow2, 128) < SHORT_WALKS_FROM:
         wide = N >= 2048 and not (narrow_short_tiles and t_pow2 == 256)
         return LaunchConfig(t_pow2, (4 if wide else 2) * env_threads, 4, explicit_layout=True)
-    return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if t_pow2 == 64 else None
+    unaligned_64 = t_pow2 == 64 and not aligned_rows
+    return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if unaligned_64 else None
 
 
 def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: bool) -> LaunchConfig:

@@ -45,7 +45,7 @@ def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t,
 
 
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [
-    ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 257, 4096, 4, True),
+    ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
     ("gae", 128, 1000, 4, False), ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
     ("vtrace", 200, 2048, 4, True), ("vtrace", 256, 128, 2, True)])
 def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(op, T, N, itemsize, aligned):
