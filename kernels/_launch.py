@@ -436,8 +436,9 @@ def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
-    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS``, ``SHORT_LOOK_BACK_TILES`` and
-    ``EXPLICIT_SHORT_TILES`` (default false).
+    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS`` and ``SHORT_LOOK_BACK_TILES``
+    (default false); ``explicit_short_tiles`` when its kernel ``_<estimator>_kernel`` has an
+    explicit-layout twin (``_explicit_layout.twin_of``).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -452,7 +453,7 @@ def kernel_traits(estimator: str) -> dict:
             "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False),
             "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False),
             "short_look_back_tiles": getattr(module, "SHORT_LOOK_BACK_TILES", False),
-            "explicit_short_tiles": getattr(module, "EXPLICIT_SHORT_TILES", False)}
+            "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 
 def rows_are_aligned(row_stride: int) -> bool:

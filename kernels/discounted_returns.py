@@ -29,8 +29,6 @@ PIPELINED_WALKS = False
 PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
-# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
-EXPLICIT_SHORT_TILES = True
 # Float32 [T, N] tiles of 33-256 steps 8 environments wide up to 8191 environments
 # (_launch.choose_config).
 NARROW_SHORT_TILES = True

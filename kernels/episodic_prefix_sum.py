@@ -29,8 +29,6 @@ LIGHT_STEPS = True
 LONG_RUN_TILES = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
 DEEP_WALKS = True
-# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
-EXPLICIT_SHORT_TILES = True
 
 
 @triton.jit

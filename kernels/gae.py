@@ -37,8 +37,6 @@ PAIRED_ROWS = True
 # Float32 [N, T] rows of 2049-4096 steps from 128 to 511 environments, one per program: 16 warps
 # instead of 8 (_launch.choose_config).
 SIXTEEN_WARP_ROWS = True
-# Short [T, N] sequences whole in explicit-layout tiles (_gae_explicit_kernel; _launch.choose_config).
-EXPLICIT_SHORT_TILES = True
 
 
 @triton.jit

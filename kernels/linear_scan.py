@@ -29,8 +29,6 @@ LONG_RUN_TILES = True
 # Float32 [N, T] walks from 1024 to 4095 environments: one environment per one-warp program, four
 # chunks deep (_launch.choose_config).
 ONE_ENV_WALKS = True
-# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
-EXPLICIT_SHORT_TILES = True
 
 
 @triton.jit

@@ -39,8 +39,6 @@ NARROW_SHORT_TILES = True
 # Float32 [T, N] sequences of 129-256 steps from 4096 to 8192 environments: 64 x 32 four-warp
 # look-back tiles (_launch.choose_config).
 SHORT_LOOK_BACK_TILES = True
-# Short [T, N] sequences whole in explicit-layout tiles (the twin below; _launch.choose_config).
-EXPLICIT_SHORT_TILES = True
 
 
 @triton.jit
