@@ -194,7 +194,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       ``_scan``).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
-    explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles)
+    explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles, light_steps)
                 if explicit_short_tiles and not time_contiguous else None)
     if explicit is not None:
         return explicit
@@ -205,14 +205,15 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 
 def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide_scan: bool,
-                         narrow_short_tiles: bool) -> Optional[LaunchConfig]:
+                         narrow_short_tiles: bool, light_steps: bool) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
     steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
     (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below (two
     for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with ``wide_scan``, whose
-    tiles measured slower or spilled); 33-64 steps in other rows two per thread. ``None`` elsewhere."""
+    tiles measured slower or spilled); in other rows two per thread at 33-64 steps, and with
+    ``light_steps`` at 129-256 steps and at 65-128 from 2048 environments. ``None`` elsewhere."""
     t_pow2 = max(8, triton.next_power_of_2(T))
     if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256):
         return None
@@ -222,8 +223,8 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     if aligned_rows and N * max(t_pow2, 128) < SHORT_WALKS_FROM:
         wide = N >= 2048 and not (narrow_short_tiles and t_pow2 == 256)
         return LaunchConfig(t_pow2, (4 if wide else 2) * env_threads, 4, explicit_layout=True)
-    unaligned_64 = t_pow2 == 64 and not aligned_rows
-    return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if unaligned_64 else None
+    unaligned = not aligned_rows and (t_pow2 == 64 or (light_steps and (t_pow2 == 256 or N >= 2048)))
+    return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if unaligned else None
 
 
 def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: bool) -> LaunchConfig:

@@ -35,10 +35,13 @@ def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: s
     ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("gae", 200, 2048, 256, 16), ("gae", 33, 3000, 64, 8),
     ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32), ("gae", 5, 200, 8, 64),
     ("gae", 1, 4096, 8, 64), ("discounted_returns", 200, 4096, 256, 8), ("retrace", 256, 2048, 256, 8),
-    ("retrace", 128, 4096, 128, 16), ("vtrace", 128, 4096, 128, 16), ("linear_scan", 256, 4096, 256, 16)])
+    ("retrace", 128, 4096, 128, 16), ("vtrace", 128, 4096, 128, 16), ("linear_scan", 256, 4096, 256, 16),
+    ("eligibility_traces", 80, 30002, 128, 8), ("episodic_prefix_sum", 256, 1000, 256, 8),
+    ("episodic_prefix_sum", 128, 2500, 128, 8)])
 def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t, block_n):
     """Two environments per thread up to 32 steps, and for 33-256 steps below 2048 environments, in
-    unaligned rows and (Retrace, discounted returns) for 129-256 steps; four from 2048 (docs/perf.md)."""
+    unaligned rows (past 64 steps the light kernels only: 129-256 steps, and 65-128 from 2048
+    environments) and (Retrace, discounted returns) for 129-256 steps; four from 2048 (docs/perf.md)."""
     config = explicit(T, N, aligned_rows=N % 16 == 0, op=op)
     assert config == LaunchConfig(block_t, block_n, 4, explicit_layout=True)
     assert T <= config.block_t
@@ -46,11 +49,13 @@ def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t,
 
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [
     ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
-    ("gae", 128, 1000, 4, False), ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
+    ("gae", 128, 1000, 4, False), ("linear_scan", 200, 3000, 4, False), ("episodic_prefix_sum", 100, 1500, 4, False),
+    ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
     ("vtrace", 200, 2048, 4, True), ("vtrace", 256, 128, 2, True)])
 def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(op, T, N, itemsize, aligned):
-    """Past the walks' threshold, past 256 steps, 65-256 steps in unaligned rows, 8 steps below 128
-    environments, float64, and V-trace's 129-256 steps keep the Triton kernels' tiles."""
+    """Past the walks' threshold, past 256 steps, 65-256 steps in unaligned rows (the light kernels:
+    65-128 steps below 2048 environments), 8 steps below 128 environments, float64, and V-trace's
+    129-256 steps keep the Triton kernels' tiles."""
     assert not explicit(T, N, itemsize, aligned, op=op).explicit_layout
 
 

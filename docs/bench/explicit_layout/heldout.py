@@ -2,7 +2,9 @@
 block shape: whichever ``kernels`` package is first on the path, so that two versions compare
 process against process. Checked against the float64 reference first; device time per call of calls
 replayed from a CUDA graph, each call reading its own input set (four times the L2), two rounds.
-PLAN ``gae``: GAE on 19 cells; ``others``: the other estimators on 7 each.
+PLAN ``gae``: GAE on 19 cells; ``others``: the other estimators on 7 each; ``light_unaligned``:
+eligibility traces and episodic sums on 10 cells of 65-256 steps in rows not 16 elements apart
+(eighteenth session).
 
   PYTHONPATH=<kernels version>:. python docs/bench/explicit_layout/heldout.py PLAN TAG OUT.json [warm SHARD SHARDS]
 """
@@ -19,8 +21,13 @@ GAE_CELLS = [(10, 300, "f32"), (12, 50000, "f32"), (20, 1500, "f32"), (24, 20000
          (20, 10000, "bf16"), (100, 3200, "bf16"), (128, 4096, "bf16"), (200, 1600, "bf16")]
 OTHER_CELLS = [(20, 1500, "f32"), (24, 20000, "f32"), (48, 6000, "f32"), (100, 2400, "f32"), (128, 4096, "f32"),
                (180, 1200, "f32"), (128, 4096, "bf16")]
+LIGHT_UNALIGNED_CELLS = [(100, 1500, "f32"), (150, 5000, "f32"), (240, 20004, "f32"), (90, 777, "f32"),
+                         (180, 9000, "f32"), (129, 2001, "f32"), (70, 14006, "f32"), (250, 4100, "f32"),
+                         (100, 6002, "bf16"), (200, 1500, "bf16")]
 PLANS = {"gae": [("gae", *cell) for cell in GAE_CELLS],
-         "others": [(est, *cell) for est in B.SPECS if est != "gae" for cell in OTHER_CELLS]}
+         "others": [(est, *cell) for est in B.SPECS if est != "gae" for cell in OTHER_CELLS],
+         "light_unaligned": [(est, *cell) for est in ("eligibility_traces", "episodic_prefix_sum")
+                             for cell in LIGHT_UNALIGNED_CELLS]}
 
 
 def main(plan: str, tag: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:

@@ -2,7 +2,9 @@
 explicit layout (``LaunchConfig.explicit_layout``, 4 warps along time, two widths), one process.
 Each cell checked against the float64 reference first; device time per call of calls replayed from a
 CUDA graph, each call reading its own input set (they cycle through four times the L2), two rounds.
-PLAN ``gae``: GAE on 120 cells; ``others``: the other estimators on 44.
+PLAN ``gae``: GAE on 120 cells; ``others``: the other estimators on 44; ``unaligned``: every estimator on
+rows not 16 elements apart (N % 16 != 0) of 80-256 steps, 32 cells each; ``light_small``: eligibility
+traces and episodic sums on six such cells of 65-128 steps (both eighteenth session).
 
   python docs/bench/explicit_layout/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 
@@ -28,6 +30,13 @@ PLANS = {
                for T, N, dtype in [(T, N, "f32") for T, N in itertools.product((8, 16, 32, 64, 128, 256),
                                                                                 (128, 1000, 2048, 4096, 8192, 32768))
                                    if T * N <= 2**23] + [(16, 4096, "bf16"), (128, 4096, "bf16")]],
+    "unaligned": [(est, T, N, dtype) for est in B.SPECS
+                  for T, N, dtype in [(T, N, "f32") for T, N in itertools.product((80, 128, 200, 256),
+                                                                                 (1000, 1001, 2500, 3000, 6004, 12008, 30002))]
+                  + [(T, N, "bf16") for T, N in itertools.product((128, 256), (3000, 12008))]],
+    "light_small": [(est, T, N, dtype) for est in ("eligibility_traces", "episodic_prefix_sum")
+                    for T, N, dtype in [(100, 1500, "f32"), (90, 777, "f32"), (70, 14006, "f32"), (80, 1000, "f32"),
+                                        (128, 1000, "f32"), (100, 6002, "bf16")]],
 }
 
 
