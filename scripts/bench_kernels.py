@@ -493,6 +493,7 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
                 row["frac_of_copy"] = row["gbps"] / copy_gbs
             if us <= opts.host_max_us:
                 row["host_us"] = host_us(call, device, opts.host_calls)
+            if us <= opts.graph_max_us:
                 floor_us = row["bytes"] / (copy_gbs * 1e9) * 1e6 if copy_gbs else 0.0
                 row["graph_us"] = graph_us(call, device, floor_us, calls=max(GRAPH_CALLS, len(sets)))
         except Exception as exc:  # noqa: BLE001 - one failing impl must not kill the run
@@ -767,6 +768,9 @@ def parse_args(argv=None):
     p.add_argument("--ref-max-t", type=int, default=16384,
                    help="longest T checked by the Python-loop reference (beyond: float64 log-step scan)")
     p.add_argument("--host-max-us", type=float, default=200.0, help="measure host_us when device time is below")
+    p.add_argument("--graph-max-us", type=float, default=1000.0,
+                   help="measure graph_us when device time is below (higher than --host-max-us, so that the "
+                        "baselines' host-bound do_bench times still get a device-only time)")
     p.add_argument("--host-calls", type=int, default=200)
     p.add_argument("--copy-bytes", type=int, default=None)
     p.add_argument("--no-copy", action="store_true")
