@@ -217,14 +217,21 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     t_pow2 = max(8, triton.next_power_of_2(T))
     if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256):
         return None
-    env_threads = 32 // _explicit_layout.time_threads(t_pow2, 4)
     if t_pow2 <= 32:
-        return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if N >= 128 or t_pow2 > 8 else None
+        return explicit_tile(T, 2) if N >= 128 or t_pow2 > 8 else None
     if aligned_rows and N * max(t_pow2, 128) < SHORT_WALKS_FROM:
         wide = N >= 2048 and not (narrow_short_tiles and t_pow2 == 256)
-        return LaunchConfig(t_pow2, (4 if wide else 2) * env_threads, 4, explicit_layout=True)
+        return explicit_tile(T, 4 if wide else 2)
     unaligned = not aligned_rows and (t_pow2 == 64 or (light_steps and (t_pow2 == 256 or N >= 2048)))
-    return LaunchConfig(t_pow2, 2 * env_threads, 4, explicit_layout=True) if unaligned else None
+    return explicit_tile(T, 2) if unaligned else None
+
+
+def explicit_tile(T: int, envs_per_thread: int, num_warps: int = 4) -> LaunchConfig:
+    """The ``LaunchConfig.explicit_layout`` tile holding a whole ``T``-step sequence (``block_t``: T
+    rounded up to a power of two, at least 8) whose threads hold ``envs_per_thread`` environments."""
+    block_t = max(8, triton.next_power_of_2(T))
+    env_threads = 32 // _explicit_layout.time_threads(block_t, num_warps)
+    return LaunchConfig(block_t, envs_per_thread * env_threads, num_warps, explicit_layout=True)
 
 
 def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: bool) -> LaunchConfig:

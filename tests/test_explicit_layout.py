@@ -114,13 +114,11 @@ def test_twin_matches_the_reference(twin_case, T, N, dtype):
     case = make_inputs(op, T, N, seed=zlib.crc32(repr((twin_case, T, N, dtype)).encode()), dtype=dtype, **kw)
     ref = call(R, upcast(case))
     strided = case.map(lambda _, x: x.repeat_interleave(2, dim=-1)[..., ::2] if x.dim() == 2 else x)
-    t_pow2 = max(8, 1 << (T - 1).bit_length())
-    threads = _explicit_layout.time_threads(t_pow2, 4)
-    for inputs, block_n in ((case, 2 * 32 // threads), (case, 4 * 32 // threads), (strided, 2 * 32 // threads)):
-        out = call(kernels, inputs, config=LaunchConfig(t_pow2, block_n, 4, explicit_layout=True))
+    for inputs, envs_per_thread in ((case, 2), (case, 4), (strided, 2)):
+        out = call(kernels, inputs, config=_launch.explicit_tile(T, envs_per_thread))
         for o, r in zip(out, ref):
             assert o.dtype == dtype
-            assert rel_err(o, r) < (1e-5 if dtype == torch.float32 else 1e-2), (block_n, inputs is strided)
+            assert rel_err(o, r) < (1e-5 if dtype == torch.float32 else 1e-2), (envs_per_thread, inputs is strided)
 
 
 TWIN_ESTIMATORS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",

@@ -18,7 +18,7 @@ import time
 
 sys.path.append("scripts")
 import bench_kernels as B  # noqa: E402
-from kernels import LaunchConfig, _explicit_layout, _launch  # noqa: E402
+from kernels import _launch  # noqa: E402
 
 F32_TS = (8, 16, 24, 32, 50, 64, 100, 128, 200, 256)
 F32_NS = (16, 128, 512, 1000, 2048, 3000, 4096, 8192, 16384, 32768)
@@ -42,10 +42,8 @@ PLANS = {
 
 def explicit_configs(T: int) -> dict:
     """Whole-sequence tiles on 4 warps, 2 and 4 environments per thread."""
-    block_t = max(8, 1 << (T - 1).bit_length())
-    env_threads = 32 // _explicit_layout.time_threads(block_t, 4)
-    return {f"explicit{block_t}x{k * env_threads}": LaunchConfig(block_t, k * env_threads, 4, explicit_layout=True)
-            for k in (2, 4)}
+    tiles = [_launch.explicit_tile(T, envs_per_thread) for envs_per_thread in (2, 4)]
+    return {f"explicit{tile.block_t}x{tile.block_n}": tile for tile in tiles}
 
 
 def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
