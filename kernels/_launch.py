@@ -92,7 +92,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
                   one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
                   sixteen_warp_rows: bool = False, short_look_back_tiles: bool = False,
-                  aligned_rows: bool = True, explicit_short_tiles: bool = False) -> LaunchConfig:
+                  aligned_rows: bool = True, explicit_short_tiles: bool = False,
+                  eight_warp_short_tiles: tuple = ()) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -133,7 +134,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
     ``explicit_short_tiles`` for kernels with an explicit-layout twin (all of them), whose short ``[T, N]``
-    sequences then take :func:`_explicit_short_tile` where it gives one (the caller says whether
+    sequences then take :func:`_explicit_short_tile` where it gives one, on eight warps at the
+    ``(itemsize, tile length)`` in ``eight_warp_short_tiles`` (the caller says whether
     the twin can run: ``estimator_config``).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
@@ -194,8 +196,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       ``_scan``).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
-    explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles, light_steps)
-                if explicit_short_tiles and not time_contiguous else None)
+    explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles, light_steps,
+                                     eight_warp_short_tiles) if explicit_short_tiles and not time_contiguous else None)
     if explicit is not None:
         return explicit
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
@@ -205,7 +207,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 
 def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide_scan: bool,
-                         narrow_short_tiles: bool, light_steps: bool) -> Optional[LaunchConfig]:
+                         narrow_short_tiles: bool, light_steps: bool,
+                         eight_warp_short_tiles: tuple = ()) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
@@ -213,15 +216,22 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below (two
     for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with ``wide_scan``, whose
     tiles measured slower or spilled); in other rows two per thread at 33-64 steps, and with
-    ``light_steps`` at 129-256 steps and at 65-128 from 2048 environments. ``None`` elsewhere."""
+    ``light_steps`` at 129-256 steps and at 65-128 from 2048 environments. ``None`` elsewhere.
+
+    In 16-aligned rows, tiles whose ``(itemsize, length)`` (the length: T rounded up to a power of
+    two) is in ``eight_warp_short_tiles`` take eight warps along time instead of four, half the
+    steps per thread (V-trace, Retrace, discounted returns; docs/perf.md, "Eight-warp short
+    tiles"): four environments per thread from 2048 environments and two below, ``wide_scan`` and
+    ``narrow_short_tiles`` alike."""
     t_pow2 = max(8, triton.next_power_of_2(T))
-    if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256):
+    eight_warps = aligned_rows and (itemsize, t_pow2) in eight_warp_short_tiles
+    if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256 and not eight_warps):
         return None
     if t_pow2 <= 32:
         return explicit_tile(T, 2) if N >= 128 or t_pow2 > 8 else None
     if aligned_rows and N * max(t_pow2, 128) < SHORT_WALKS_FROM:
-        wide = N >= 2048 and not (narrow_short_tiles and t_pow2 == 256)
-        return explicit_tile(T, 4 if wide else 2)
+        wide = N >= 2048 and (eight_warps or not (narrow_short_tiles and t_pow2 == 256))
+        return explicit_tile(T, 4 if wide else 2, 8 if eight_warps else 4)
     unaligned = not aligned_rows and (t_pow2 == 64 or (light_steps and (t_pow2 == 256 or N >= 2048)))
     return explicit_tile(T, 2) if unaligned else None
 
@@ -445,8 +455,8 @@ def kernel_traits(estimator: str) -> dict:
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
     ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS`` and ``SHORT_LOOK_BACK_TILES``
-    (default false); ``explicit_short_tiles`` when its kernel ``_<estimator>_kernel`` has an
-    explicit-layout twin (``_explicit_layout.twin_of``).
+    (default false); ``EIGHT_WARP_SHORT_TILES`` (default none); ``explicit_short_tiles`` when its
+    kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
@@ -461,6 +471,7 @@ def kernel_traits(estimator: str) -> dict:
             "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False),
             "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False),
             "short_look_back_tiles": getattr(module, "SHORT_LOOK_BACK_TILES", False),
+            "eight_warp_short_tiles": getattr(module, "EIGHT_WARP_SHORT_TILES", ()),
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 

@@ -32,6 +32,9 @@ LATEST_FIRST = True
 # Float32 [T, N] tiles of 33-256 steps 8 environments wide up to 8191 environments
 # (_launch.choose_config).
 NARROW_SHORT_TILES = True
+# [T, N] sequences of 129-256 steps held whole in explicit-layout tiles: eight warps along time instead
+# of four, at these (float bytes, tile length) (_launch.choose_config).
+EIGHT_WARP_SHORT_TILES = ((4, 256), (2, 256))
 
 
 @triton.jit

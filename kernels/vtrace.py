@@ -42,6 +42,9 @@ PAIRED_ROWS = True
 # Float32 [N, T] rows of 2049-4096 steps from 128 to 511 environments, one per program: 16 warps
 # instead of 8 (_launch.choose_config).
 SIXTEEN_WARP_ROWS = True
+# [T, N] sequences of 65-256 steps held whole in explicit-layout tiles: eight warps along time instead of
+# four, at these (float bytes, tile length) (_launch.choose_config).
+EIGHT_WARP_SHORT_TILES = ((4, 128), (4, 256), (2, 128), (2, 256))
 
 
 @triton.jit

@@ -34,10 +34,10 @@ def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: s
 @pytest.mark.parametrize("op,T,N,block_t,block_n", [
     ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("gae", 200, 2048, 256, 16), ("gae", 33, 3000, 64, 8),
     ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32), ("gae", 5, 200, 8, 64),
-    ("gae", 1, 4096, 8, 64), ("discounted_returns", 200, 4096, 256, 8), ("retrace", 256, 2048, 256, 8),
-    ("retrace", 128, 4096, 128, 16), ("vtrace", 128, 4096, 128, 16), ("linear_scan", 256, 4096, 256, 16),
-    ("eligibility_traces", 80, 30002, 128, 8), ("episodic_prefix_sum", 256, 1000, 256, 8),
-    ("episodic_prefix_sum", 128, 2500, 128, 8)])
+    ("gae", 1, 4096, 8, 64), ("discounted_returns", 128, 4096, 128, 16), ("retrace", 64, 1024, 64, 8),
+    ("linear_scan", 256, 4096, 256, 16), ("eligibility_traces", 80, 30002, 128, 8),
+    ("episodic_prefix_sum", 256, 1000, 256, 8), ("episodic_prefix_sum", 128, 2500, 128, 8),
+    ("vtrace", 64, 3000, 64, 8)])
 def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t, block_n):
     """Two environments per thread up to 32 steps, and for 33-256 steps below 2048 environments, in
     unaligned rows (past 64 steps the light kernels only: 129-256 steps, and 65-128 from 2048
@@ -47,15 +47,30 @@ def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t,
     assert T <= config.block_t
 
 
+@pytest.mark.parametrize("op,T,N,itemsize,block_t,block_n,warps", [
+    ("vtrace", 128, 4096, 4, 128, 16, 8), ("vtrace", 100, 1024, 4, 128, 8, 8), ("vtrace", 200, 2048, 4, 256, 16, 8),
+    ("vtrace", 256, 128, 2, 256, 8, 8), ("vtrace", 100, 4096, 2, 128, 16, 8), ("retrace", 128, 4096, 4, 128, 16, 8),
+    ("retrace", 65, 2000, 4, 128, 8, 8), ("retrace", 256, 2048, 4, 256, 16, 8), ("retrace", 129, 4096, 2, 256, 16, 8),
+    ("retrace", 128, 8192, 2, 128, 16, 4), ("discounted_returns", 200, 4096, 4, 256, 16, 8),
+    ("discounted_returns", 256, 1024, 2, 256, 8, 8), ("discounted_returns", 128, 4096, 4, 128, 16, 4)])
+def test_heavier_kernels_hold_65_to_256_steps_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps):
+    """V-trace at 65-256 steps, Retrace at 65-256 (16-bit floats 129-256), discounted returns at
+    129-256, in 16-aligned rows short of the walks: eight warps along time, two environments per
+    thread below 2048 environments and four from (docs/perf.md, "Eight-warp short tiles")."""
+    config = explicit(T, N, itemsize, aligned_rows=True, op=op)
+    assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
+    assert explicit(T, N, itemsize, aligned_rows=True, op="gae").num_warps == 4
+
+
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [
     ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
     ("gae", 128, 1000, 4, False), ("linear_scan", 200, 3000, 4, False), ("episodic_prefix_sum", 100, 1500, 4, False),
     ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
-    ("vtrace", 200, 2048, 4, True), ("vtrace", 256, 128, 2, True)])
+    ("vtrace", 200, 2000, 4, False), ("vtrace", 256, 8192, 2, True), ("retrace", 100, 16384, 4, True)])
 def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(op, T, N, itemsize, aligned):
     """Past the walks' threshold, past 256 steps, 65-256 steps in unaligned rows (the light kernels:
-    65-128 steps below 2048 environments), 8 steps below 128 environments, float64, and V-trace's
-    129-256 steps keep the Triton kernels' tiles."""
+    65-128 steps below 2048 environments), 8 steps below 128 environments and float64 keep the
+    Triton kernels' tiles."""
     assert not explicit(T, N, itemsize, aligned, op=op).explicit_layout
 
 
@@ -108,17 +123,19 @@ def twin_case_id(case) -> str:
 @pytest.mark.parametrize("T,N", [(1, 7), (13, 333), (32, 4096), (50, 1000), (128, 4096), (200, 16), (256, 8191)])
 @pytest.mark.parametrize("twin_case", TWIN_CASES, ids=twin_case_id)
 def test_twin_matches_the_reference(twin_case, T, N, dtype):
-    """Every twin, in both widths of its block shape, with and without its optional inputs, partial
-    tiles in time and environments, float32 and bf16; and once with every series a strided view."""
+    """Every twin, in both widths of its block shape on four and eight warps, with and without its
+    optional inputs, partial tiles in time and environments, float32 and bf16; and once with every
+    series a strided view."""
     op, kw = twin_case
     case = make_inputs(op, T, N, seed=zlib.crc32(repr((twin_case, T, N, dtype)).encode()), dtype=dtype, **kw)
     ref = call(R, upcast(case))
     strided = case.map(lambda _, x: x.repeat_interleave(2, dim=-1)[..., ::2] if x.dim() == 2 else x)
-    for inputs, envs_per_thread in ((case, 2), (case, 4), (strided, 2)):
-        out = call(kernels, inputs, config=_launch.explicit_tile(T, envs_per_thread))
+    for inputs, envs_per_thread, warps in ((case, 2, 4), (case, 4, 4), (strided, 2, 4), (case, 2, 8), (case, 4, 8)):
+        out = call(kernels, inputs, config=_launch.explicit_tile(T, envs_per_thread, warps))
         for o, r in zip(out, ref):
             assert o.dtype == dtype
-            assert rel_err(o, r) < (1e-5 if dtype == torch.float32 else 1e-2), (envs_per_thread, inputs is strided)
+            assert rel_err(o, r) < (1e-5 if dtype == torch.float32 else 1e-2), (envs_per_thread, warps,
+                                                                                  inputs is strided)
 
 
 TWIN_ESTIMATORS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
@@ -160,7 +177,7 @@ def test_twin_builds_for_sm90_without_spills_and_with_one_barrier(sm90_builds, o
     config = explicit(T, N, op=op)
     build = sm90_builds[(op, (config.block_t, config.block_n), options)]
     assert build["barriers"] == 1
-    envs_per_thread = config.block_n * _explicit_layout.time_threads(config.block_t, 4) // 32
+    envs_per_thread = config.block_n * _explicit_layout.time_threads(config.block_t, config.num_warps) // 32
     assert re.search(rf"ld\.global(\.\S+)*\.v{envs_per_thread}\.", build["ptx"])
     if build["ptxas"] is not None:
         assert re.search(r"Used \d+ registers", build["ptxas"]), build["ptxas"]

@@ -4,7 +4,9 @@ process against process. Checked against the float64 reference first; device tim
 replayed from a CUDA graph, each call reading its own input set (four times the L2), two rounds.
 PLAN ``gae``: GAE on 19 cells; ``others``: the other estimators on 7 each; ``light_unaligned``:
 eligibility traces and episodic sums on 10 cells of 65-256 steps in rows not 16 elements apart
-(eighteenth session).
+(eighteenth session); ``eight_warps``: V-trace, Retrace and discounted returns on 16 cells of 65-256
+steps in 16-aligned rows (nineteenth session; discounted returns' 65-128-step cells are controls:
+the rule did not change them).
 
   PYTHONPATH=<kernels version>:. python docs/bench/explicit_layout/heldout.py PLAN TAG OUT.json [warm SHARD SHARDS]
 """
@@ -24,10 +26,15 @@ OTHER_CELLS = [(20, 1500, "f32"), (24, 20000, "f32"), (48, 6000, "f32"), (100, 2
 LIGHT_UNALIGNED_CELLS = [(100, 1500, "f32"), (150, 5000, "f32"), (240, 20004, "f32"), (90, 777, "f32"),
                          (180, 9000, "f32"), (129, 2001, "f32"), (70, 14006, "f32"), (250, 4100, "f32"),
                          (100, 6002, "bf16"), (200, 1500, "bf16")]
+EIGHT_WARP_CELLS = [(72, 3072, "f32"), (100, 1536, "f32"), (96, 6144, "f32"), (120, 2560, "f32"), (150, 1024, "f32"),
+                    (180, 3072, "f32"), (230, 4800, "f32"), (250, 1536, "f32"), (129, 7680, "f32"),
+                    (80, 12288, "f32"), (110, 800, "f32"), (128, 4096, "f32"), (100, 4096, "bf16"),
+                    (200, 2048, "bf16"), (128, 8192, "bf16"), (160, 6144, "bf16")]
 PLANS = {"gae": [("gae", *cell) for cell in GAE_CELLS],
          "others": [(est, *cell) for est in B.SPECS if est != "gae" for cell in OTHER_CELLS],
          "light_unaligned": [(est, *cell) for est in ("eligibility_traces", "episodic_prefix_sum")
-                             for cell in LIGHT_UNALIGNED_CELLS]}
+                             for cell in LIGHT_UNALIGNED_CELLS],
+         "eight_warps": [(est, *cell) for est in ("vtrace", "retrace", "discounted_returns") for cell in EIGHT_WARP_CELLS]}
 
 
 def main(plan: str, tag: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:

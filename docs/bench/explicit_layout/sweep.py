@@ -4,7 +4,11 @@ Each cell checked against the float64 reference first; device time per call of c
 CUDA graph, each call reading its own input set (they cycle through four times the L2), two rounds.
 PLAN ``gae``: GAE on 120 cells; ``others``: the other estimators on 44; ``unaligned``: every estimator on
 rows not 16 elements apart (N % 16 != 0) of 80-256 steps, 32 cells each; ``light_small``: eligibility
-traces and episodic sums on six such cells of 65-128 steps (both eighteenth session).
+traces and episodic sums on six such cells of 65-128 steps (both eighteenth session); ``warps``
+(nineteenth session): every estimator's 16-aligned sequences of 16-256 steps, the kernels' own block
+shape (``default``) against explicit tiles of 2 and 4 environments per thread on 4, 8 and 16 warps;
+``partial``: the kernels without eight-warp tiles on 129-256 steps (T a multiple of 16 or not), the
+same tiles on 4 and 8 warps.
 
   python docs/bench/explicit_layout/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 
@@ -37,13 +41,27 @@ PLANS = {
     "light_small": [(est, T, N, dtype) for est in ("eligibility_traces", "episodic_prefix_sum")
                     for T, N, dtype in [(100, 1500, "f32"), (90, 777, "f32"), (70, 14006, "f32"), (80, 1000, "f32"),
                                         (128, 1000, "f32"), (100, 6002, "bf16")]],
+    "warps": [(est, T, N, dtype) for est in B.SPECS
+              for T, N, dtype in [(T, N, "f32") for T, N in itertools.product((16, 32, 64, 128, 200, 256),
+                                                                               (1024, 2048, 4096, 8192, 16384))
+                                  if max(T, 128) * N <= 2**21] + [(T, 4096, "bf16") for T in (64, 128, 256)]],
+    "partial": [(est, T, N, "f32") for est in ("gae", "lambda_returns", "eligibility_traces", "episodic_prefix_sum",
+                                               "linear_scan")
+                for T, N in itertools.product((136, 150, 180, 200, 224, 240, 250, 256), (1024, 2048, 4096, 6144))],
 }
+WARPS_TILES = ((2, 4), (4, 4), (2, 8), (4, 8), (4, 16))  # (environments per thread, warps), PLAN warps
 
 
-def explicit_configs(T: int) -> dict:
-    """Whole-sequence tiles on 4 warps, 2 and 4 environments per thread."""
-    tiles = [_launch.explicit_tile(T, envs_per_thread) for envs_per_thread in (2, 4)]
-    return {f"explicit{tile.block_t}x{tile.block_n}": tile for tile in tiles}
+def explicit_configs(T: int, tiles=((2, 4), (4, 4))) -> dict:
+    """Whole-sequence tiles of ``(environments per thread, warps)`` (4 warps: no suffix)."""
+    out = {}
+    for envs_per_thread, warps in tiles:
+        try:
+            tile = _launch.explicit_tile(T, envs_per_thread, warps)
+        except ValueError:  # too few steps for that many warps
+            continue
+        out[f"explicit{tile.block_t}x{tile.block_n}" + (f"w{warps}" if warps != 4 else "")] = tile
+    return out
 
 
 def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
@@ -55,11 +73,15 @@ def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> No
         traits = dict(_launch.kernel_traits(est), explicit_short_tiles=False)
         triton_rule = _launch.choose_config(T, N, False, itemsize=B.DTYPES[dtype_name].itemsize,
                                             aligned_rows=_launch.rows_are_aligned(N), **traits)
-        configs = {"triton": triton_rule, **explicit_configs(T)}
+        if plan in ("warps", "partial"):
+            configs = {"default": None, **explicit_configs(T, WARPS_TILES[:4] if plan == "partial" else WARPS_TILES)}
+        else:
+            configs = {"triton": triton_rule, **explicit_configs(T)}
         nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype_name])
         n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
         times = B.block_shape_graph_times(est, configs, N, T, "tn", dtype_name, n_sets, warm)
-        default = B.config_label(triton_rule)
+        default = B.config_label(triton_rule if plan not in ("warps", "partial") else
+                                 B.default_config(est, N, T, "tn", B.DTYPES[dtype_name]))
         rows.append(dict(estimator=est, T=T, N=N, dtype=dtype_name, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs,
                          triton=default, times=times))
         if not warm:
