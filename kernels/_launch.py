@@ -134,8 +134,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
     ``explicit_short_tiles`` for kernels with an explicit-layout twin (all of them), whose short ``[T, N]``
-    sequences then take :func:`_explicit_short_tile` where it gives one, on eight warps at the
-    ``(itemsize, tile length)`` in ``eight_warp_short_tiles`` (the caller says whether
+    sequences then take :func:`_explicit_short_tile` where it gives one, on eight warps where
+    ``eight_warp_short_tiles`` says (the caller says whether
     the twin can run: ``estimator_config``).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
@@ -218,13 +218,18 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     tiles measured slower or spilled); in other rows two per thread at 33-64 steps, and with
     ``light_steps`` at 129-256 steps and at 65-128 from 2048 environments. ``None`` elsewhere.
 
-    In 16-aligned rows, tiles whose ``(itemsize, length)`` (the length: T rounded up to a power of
-    two) is in ``eight_warp_short_tiles`` take eight warps along time instead of four, half the
-    steps per thread (V-trace, Retrace, discounted returns; docs/perf.md, "Eight-warp short
-    tiles"): four environments per thread from 2048 environments and two below, ``wide_scan`` and
-    ``narrow_short_tiles`` alike."""
+    In 16-aligned rows, tiles that ``eight_warp_short_tiles`` lists take eight warps along time
+    instead of four, half the steps per thread (V-trace, Retrace, discounted returns; GAE and lambda
+    returns below 4096 environments; docs/perf.md, "Eight-warp short tiles"): its entries are
+    ``(itemsize, length, fewer environments than)``, the length T rounded up to a power of two, the
+    bound ``None`` for any. So do float32 sequences of 129-255 steps not a multiple of 16 with
+    ``light_steps``. Eight-warp tiles hold four environments per thread from 2048 environments and
+    two below, ``wide_scan`` and ``narrow_short_tiles`` alike."""
     t_pow2 = max(8, triton.next_power_of_2(T))
-    eight_warps = aligned_rows and (itemsize, t_pow2) in eight_warp_short_tiles
+    listed = any((size, length) == (itemsize, t_pow2) and (below is None or N < below)
+                 for size, length, below in eight_warp_short_tiles)
+    partial_light_tile = light_steps and itemsize == 4 and t_pow2 == 256 and T % 16 != 0
+    eight_warps = aligned_rows and (listed or partial_light_tile)
     if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256 and not eight_warps):
         return None
     if t_pow2 <= 32:

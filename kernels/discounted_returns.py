@@ -33,8 +33,8 @@ LATEST_FIRST = True
 # (_launch.choose_config).
 NARROW_SHORT_TILES = True
 # [T, N] sequences of 129-256 steps held whole in explicit-layout tiles: eight warps along time instead
-# of four, at these (float bytes, tile length) (_launch.choose_config).
-EIGHT_WARP_SHORT_TILES = ((4, 256), (2, 256))
+# of four, at these (float bytes, tile length, fewer environments than; None: any) (_launch.choose_config).
+EIGHT_WARP_SHORT_TILES = ((4, 256, None), (2, 256, None))
 
 
 @triton.jit

@@ -40,8 +40,9 @@ NARROW_SHORT_TILES = True
 # look-back tiles (_launch.choose_config).
 SHORT_LOOK_BACK_TILES = True
 # [T, N] sequences held whole in explicit-layout tiles: eight warps along time instead of four, at these
-# (float bytes, tile length): float32 65-256 steps, 16-bit floats 129-256 (_launch.choose_config).
-EIGHT_WARP_SHORT_TILES = ((4, 128), (4, 256), (2, 256))
+# (float bytes, tile length, fewer environments than; None: any): float32 65-256 steps, 16-bit floats
+# 129-256 (_launch.choose_config).
+EIGHT_WARP_SHORT_TILES = ((4, 128, None), (4, 256, None), (2, 256, None))
 
 
 @triton.jit

@@ -43,8 +43,8 @@ PAIRED_ROWS = True
 # instead of 8 (_launch.choose_config).
 SIXTEEN_WARP_ROWS = True
 # [T, N] sequences of 65-256 steps held whole in explicit-layout tiles: eight warps along time instead of
-# four, at these (float bytes, tile length) (_launch.choose_config).
-EIGHT_WARP_SHORT_TILES = ((4, 128), (4, 256), (2, 128), (2, 256))
+# four, at these (float bytes, tile length, fewer environments than; None: any) (_launch.choose_config).
+EIGHT_WARP_SHORT_TILES = ((4, 128, None), (4, 256, None), (2, 128, None), (2, 256, None))
 
 
 @triton.jit

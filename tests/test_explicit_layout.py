@@ -32,7 +32,7 @@ def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: s
 
 
 @pytest.mark.parametrize("op,T,N,block_t,block_n", [
-    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("gae", 200, 2048, 256, 16), ("gae", 33, 3000, 64, 8),
+    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("gae", 200, 4096, 256, 16), ("gae", 33, 3000, 64, 8),
     ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32), ("gae", 5, 200, 8, 64),
     ("gae", 1, 4096, 8, 64), ("discounted_returns", 128, 4096, 128, 16), ("retrace", 64, 1024, 64, 8),
     ("linear_scan", 256, 4096, 256, 16), ("eligibility_traces", 80, 30002, 128, 8),
@@ -52,14 +52,21 @@ def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t,
     ("vtrace", 256, 128, 2, 256, 8, 8), ("vtrace", 100, 4096, 2, 128, 16, 8), ("retrace", 128, 4096, 4, 128, 16, 8),
     ("retrace", 65, 2000, 4, 128, 8, 8), ("retrace", 256, 2048, 4, 256, 16, 8), ("retrace", 129, 4096, 2, 256, 16, 8),
     ("retrace", 128, 8192, 2, 128, 16, 4), ("discounted_returns", 200, 4096, 4, 256, 16, 8),
-    ("discounted_returns", 256, 1024, 2, 256, 8, 8), ("discounted_returns", 128, 4096, 4, 128, 16, 4)])
-def test_heavier_kernels_hold_65_to_256_steps_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps):
-    """V-trace at 65-256 steps, Retrace at 65-256 (16-bit floats 129-256), discounted returns at
-    129-256, in 16-aligned rows short of the walks: eight warps along time, two environments per
-    thread below 2048 environments and four from (docs/perf.md, "Eight-warp short tiles")."""
+    ("discounted_returns", 256, 1024, 2, 256, 8, 8), ("discounted_returns", 128, 4096, 4, 128, 16, 4),
+    ("gae", 200, 1024, 4, 256, 8, 8), ("gae", 256, 3072, 4, 256, 16, 8), ("gae", 256, 4096, 4, 256, 16, 4),
+    ("gae", 128, 1024, 4, 128, 8, 4), ("gae", 200, 1024, 2, 256, 8, 4), ("lambda_returns", 130, 1536, 4, 256, 8, 8),
+    ("lambda_returns", 230, 6000, 4, 256, 16, 4), ("eligibility_traces", 200, 6144, 4, 256, 16, 8),
+    ("episodic_prefix_sum", 130, 1024, 4, 256, 8, 8), ("episodic_prefix_sum", 224, 2048, 4, 256, 16, 4),
+    ("eligibility_traces", 200, 2048, 2, 256, 16, 4), ("eligibility_traces", 100, 4096, 4, 128, 16, 4),
+    ("linear_scan", 200, 1024, 4, 256, 8, 4)])
+def test_short_tiles_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps):
+    """Eight warps along time, in 16-aligned rows short of the walks, for V-trace at 65-256 steps,
+    Retrace at 65-256 (16-bit floats 129-256), discounted returns at 129-256, GAE and lambda returns
+    at 129-256 in float32 below 4096 environments, and eligibility traces and episodic sums at
+    129-255 float32 steps not a multiple of 16; two environments per thread below 2048 environments
+    and four from (docs/perf.md, "Eight-warp short tiles"). Four warps elsewhere."""
     config = explicit(T, N, itemsize, aligned_rows=True, op=op)
     assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
-    assert explicit(T, N, itemsize, aligned_rows=True, op="gae").num_warps == 4
 
 
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [

@@ -6,7 +6,9 @@ PLAN ``gae``: GAE on 19 cells; ``others``: the other estimators on 7 each; ``lig
 eligibility traces and episodic sums on 10 cells of 65-256 steps in rows not 16 elements apart
 (eighteenth session); ``eight_warps``: V-trace, Retrace and discounted returns on 16 cells of 65-256
 steps in 16-aligned rows (nineteenth session; discounted returns' 65-128-step cells are controls:
-the rule did not change them).
+the rule did not change them); ``eight_warps_more``: GAE, lambda returns, eligibility traces and
+episodic sums on 10 cells of 129-256 steps in 16-aligned rows (the light kernels' steps a multiple of
+16 in two: controls).
 
   PYTHONPATH=<kernels version>:. python docs/bench/explicit_layout/heldout.py PLAN TAG OUT.json [warm SHARD SHARDS]
 """
@@ -30,11 +32,16 @@ EIGHT_WARP_CELLS = [(72, 3072, "f32"), (100, 1536, "f32"), (96, 6144, "f32"), (1
                     (180, 3072, "f32"), (230, 4800, "f32"), (250, 1536, "f32"), (129, 7680, "f32"),
                     (80, 12288, "f32"), (110, 800, "f32"), (128, 4096, "f32"), (100, 4096, "bf16"),
                     (200, 2048, "bf16"), (128, 8192, "bf16"), (160, 6144, "bf16")]
+MORE_EIGHT_WARP_CELLS = [(130, 1536, "f32"), (140, 3072, "f32"), (175, 1024, "f32"), (210, 2048, "f32"),
+                         (245, 1024, "f32"), (160, 5120, "f32"), (230, 6000, "f32"), (199, 4096, "f32"),
+                         (144, 2048, "f32"), (256, 1536, "f32")]
 PLANS = {"gae": [("gae", *cell) for cell in GAE_CELLS],
          "others": [(est, *cell) for est in B.SPECS if est != "gae" for cell in OTHER_CELLS],
          "light_unaligned": [(est, *cell) for est in ("eligibility_traces", "episodic_prefix_sum")
                              for cell in LIGHT_UNALIGNED_CELLS],
-         "eight_warps": [(est, *cell) for est in ("vtrace", "retrace", "discounted_returns") for cell in EIGHT_WARP_CELLS]}
+         "eight_warps": [(est, *cell) for est in ("vtrace", "retrace", "discounted_returns") for cell in EIGHT_WARP_CELLS],
+         "eight_warps_more": [(est, *cell) for est in ("gae", "lambda_returns", "eligibility_traces", "episodic_prefix_sum")
+                              for cell in MORE_EIGHT_WARP_CELLS]}
 
 
 def main(plan: str, tag: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
