@@ -213,9 +213,9 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
     steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
-    (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below (two
-    for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with ``wide_scan``, whose
-    tiles measured slower or spilled); in other rows two per thread at 33-64 steps, and with
+    (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below (on
+    four warps: two for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with
+    ``wide_scan``, whose tiles measured slower or spilled); in other rows two per thread at 33-64 steps, and with
     ``light_steps`` at 129-256 steps and at 65-128 from 2048 environments. ``None`` elsewhere.
 
     In 16-aligned rows, tiles that ``eight_warp_short_tiles`` lists take eight warps along time
