@@ -8,7 +8,8 @@ traces and episodic sums on six such cells of 65-128 steps (both eighteenth sess
 (nineteenth session): every estimator's 16-aligned sequences of 16-256 steps, the kernels' own block
 shape (``default``) against explicit tiles of 2 and 4 environments per thread on 4, 8 and 16 warps;
 ``partial``: the kernels without eight-warp tiles on 129-256 steps (T a multiple of 16 or not), the
-same tiles on 4 and 8 warps; ``partial_short``: the same on 33-127 steps.
+same tiles on 4 and 8 warps; ``partial_short``: the same on 33-127 steps; ``partial_unaligned``: the
+light kernels' rows not 16 elements apart, 129-256 steps (the last nine cells held out).
 
   python docs/bench/explicit_layout/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 
@@ -51,8 +52,12 @@ PLANS = {
     "partial_short": [(est, T, N, "f32") for est in ("gae", "lambda_returns", "eligibility_traces", "episodic_prefix_sum",
                                                      "linear_scan")
                       for T, N in itertools.product((40, 48, 72, 100, 112, 128), (1024, 2048, 4096))],
+    "partial_unaligned": [(est, T, N, "f32") for est in ("eligibility_traces", "episodic_prefix_sum")
+                          for T, N in list(itertools.product((136, 150, 200, 224, 250, 256), (1000, 2500, 6004)))
+                          + list(itertools.product((140, 175, 230), (1500, 3000, 9000)))],
 }
 WARPS_TILES = ((2, 4), (4, 4), (2, 8), (4, 8), (4, 16))  # (environments per thread, warps), PLAN warps
+PLANS_AGAINST_DEFAULT = ("warps", "partial", "partial_short", "partial_unaligned")  # the kernels' own shape, not Triton's
 
 
 def explicit_configs(T: int, tiles=((2, 4), (4, 4))) -> dict:
@@ -76,14 +81,14 @@ def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> No
         traits = dict(_launch.kernel_traits(est), explicit_short_tiles=False)
         triton_rule = _launch.choose_config(T, N, False, itemsize=B.DTYPES[dtype_name].itemsize,
                                             aligned_rows=_launch.rows_are_aligned(N), **traits)
-        if plan in ("warps", "partial", "partial_short"):
+        if plan in PLANS_AGAINST_DEFAULT:
             configs = {"default": None, **explicit_configs(T, WARPS_TILES[:4] if plan.startswith("partial") else WARPS_TILES)}
         else:
             configs = {"triton": triton_rule, **explicit_configs(T)}
         nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype_name])
         n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
         times = B.block_shape_graph_times(est, configs, N, T, "tn", dtype_name, n_sets, warm)
-        default = B.config_label(triton_rule if plan not in ("warps", "partial", "partial_short") else
+        default = B.config_label(triton_rule if plan not in PLANS_AGAINST_DEFAULT else
                                  B.default_config(est, N, T, "tn", B.DTYPES[dtype_name]))
         rows.append(dict(estimator=est, T=T, N=N, dtype=dtype_name, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs,
                          triton=default, times=times))
