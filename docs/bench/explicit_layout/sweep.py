@@ -56,8 +56,11 @@ PLANS = {
                           for T, N in list(itertools.product((136, 150, 200, 224, 250, 256), (1000, 2500, 6004)))
                           + list(itertools.product((140, 175, 230), (1500, 3000, 9000)))],
 }
-WARPS_TILES = ((2, 4), (4, 4), (2, 8), (4, 8), (4, 16))  # (environments per thread, warps), PLAN warps
-PLANS_AGAINST_DEFAULT = ("warps", "partial", "partial_short", "partial_unaligned")  # the kernels' own shape, not Triton's
+# Plans timed against the kernels' own block shape (not the Triton rule's), and the explicit tiles
+# they try: (environments per thread, warps).
+FOUR_AND_EIGHT_WARPS = ((2, 4), (4, 4), (2, 8), (4, 8))
+AGAINST_DEFAULT = {"warps": FOUR_AND_EIGHT_WARPS + ((4, 16),), "partial": FOUR_AND_EIGHT_WARPS,
+                   "partial_short": FOUR_AND_EIGHT_WARPS, "partial_unaligned": FOUR_AND_EIGHT_WARPS}
 
 
 def explicit_configs(T: int, tiles=((2, 4), (4, 4))) -> dict:
@@ -78,18 +81,18 @@ def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> No
     for i, (est, T, N, dtype_name) in enumerate(PLANS[plan]):
         if i % shards != shard:
             continue
-        traits = dict(_launch.kernel_traits(est), explicit_short_tiles=False)
-        triton_rule = _launch.choose_config(T, N, False, itemsize=B.DTYPES[dtype_name].itemsize,
-                                            aligned_rows=_launch.rows_are_aligned(N), **traits)
-        if plan in PLANS_AGAINST_DEFAULT:
-            configs = {"default": None, **explicit_configs(T, WARPS_TILES[:4] if plan.startswith("partial") else WARPS_TILES)}
+        if plan in AGAINST_DEFAULT:
+            shown = B.default_config(est, N, T, "tn", B.DTYPES[dtype_name])
+            configs = {"default": None, **explicit_configs(T, AGAINST_DEFAULT[plan])}
         else:
-            configs = {"triton": triton_rule, **explicit_configs(T)}
+            traits = dict(_launch.kernel_traits(est), explicit_short_tiles=False)
+            shown = _launch.choose_config(T, N, False, itemsize=B.DTYPES[dtype_name].itemsize,
+                                          aligned_rows=_launch.rows_are_aligned(N), **traits)
+            configs = {"triton": shown, **explicit_configs(T)}
         nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype_name])
         n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
         times = B.block_shape_graph_times(est, configs, N, T, "tn", dtype_name, n_sets, warm)
-        default = B.config_label(triton_rule if plan not in PLANS_AGAINST_DEFAULT else
-                                 B.default_config(est, N, T, "tn", B.DTYPES[dtype_name]))
+        default = B.config_label(shown)
         rows.append(dict(estimator=est, T=T, N=N, dtype=dtype_name, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs,
                          triton=default, times=times))
         if not warm:
