@@ -208,7 +208,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide_scan: bool,
                          narrow_short_tiles: bool, light_steps: bool,
-                         eight_warp_short_tiles: tuple = ()) -> Optional[LaunchConfig]:
+                         eight_warp_short_tiles: tuple) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
