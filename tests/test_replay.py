@@ -132,6 +132,24 @@ def test_calls_that_cannot_be_replayed_safely_make_no_plan(no_device_switch, kin
     assert estimator.plans == {}
 
 
+def test_positional_and_keyword_calls_have_plans_of_their_own(no_device_switch):
+    run = FakeRun()
+
+    @_replay.replayable
+    def estimator(x, y=None):
+        out = torch.empty_like(x)
+        _replay.record(_replay.Launch(CompiledLaunch(run, "fn", "meta", 0, ()), 1, (x, y, out), ()))
+        return out
+
+    x, y = torch.zeros(8), torch.ones(8)
+    estimator(x, y)
+    estimator(x, y=y)
+    assert len(estimator.plans) == 2
+    estimator(x, y=y)
+    estimator(x, y)
+    assert [c[10] for c in run.calls] == [y.data_ptr()] * 2
+
+
 def test_a_call_with_aliased_arguments_uses_the_plan_by_parameter(no_device_switch):
     run = FakeRun()
     estimator, _ = fake_estimator(run)
