@@ -79,6 +79,50 @@ def load_step(ptr, step, stride_t, n, stride_n, n_ok, DTYPE: gl.constexpr):
 
 
 @gluon.jit
+def successor_tile(x, ptr, t, n, T, N, stride_t, stride_n, BLOCK_T: gl.constexpr, BLOCK_N: gl.constexpr,
+                   TIME_THREADS: gl.constexpr, DTYPE: gl.constexpr):
+    """``ptr[t + 1, n]`` (0 from ``t + 1 = T`` on and where ``n >= N``) for a latest-first
+    :func:`whole_sequence_tile` ``x`` that holds ``ptr[t, n]`` as ``DTYPE`` (loaded with its mask).
+
+    Row ``i`` of such a tile is step ``BLOCK_T - 1 - i``, and each thread holds the rows of a run,
+    so every step of a run but its first has its successor in the same thread, one row earlier: it is
+    taken from the thread's own registers (splits and joins of the run, no data movement), and only
+    the first step's successor is loaded, one row per thread instead of a second tile."""
+    WARPS: gl.constexpr = gl.num_warps()
+    STEPS: gl.constexpr = BLOCK_T // (TIME_THREADS * WARPS)
+    if STEPS == 1:
+        succ = _scan.load_tile(ptr, t + 1, n, stride_t, stride_n, (t[:, None] + 1 < T) & (n < N)[None, :], DTYPE)
+    else:
+        RUNS: gl.constexpr = BLOCK_T // STEPS
+        runs = gl.permute(gl.reshape(x, [RUNS, STEPS, BLOCK_N]), (0, 2, 1))  # runs[r, n, s]: row r * STEPS + s
+        first_steps, _ = gl.split(gl.reshape(runs, [RUNS, BLOCK_N, STEPS // 2, 2]))
+        per_run: gl.constexpr = gl.SliceLayout(2, gl.reshape(first_steps, [RUNS, BLOCK_N, STEPS // 2]).type.layout)
+        run_t = BLOCK_T - 1 - gl.arange(0, RUNS, layout=gl.SliceLayout(1, per_run)) * STEPS
+        run_n = gl.program_id(0) * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, per_run))
+        after_run = _scan.load_tile(ptr, run_t + 1, run_n, stride_t, stride_n,
+                                    (run_t[:, None] + 1 < T) & (run_n < N)[None, :], DTYPE)
+        shifted = gl.permute(_shift_in(runs, after_run, STEPS), (0, 2, 1))
+        succ = gl.convert_layout(gl.reshape(shifted, [BLOCK_T, BLOCK_N]), x.type.layout)
+    return succ
+
+
+@gluon.jit
+def _shift_in(runs, first, STEPS: gl.constexpr):
+    """``y[r, n, s] = runs[r, n, s - 1]``, ``y[r, n, 0] = first[r, n]``: each run moved one step on,
+    by splitting it into even and odd steps (``y``'s even steps are the odd steps shifted, its odd
+    steps the even ones)."""
+    RUNS: gl.constexpr = runs.shape[0]
+    BLOCK_N: gl.constexpr = runs.shape[1]
+    if STEPS == 1:
+        moved = gl.reshape(first, [RUNS, BLOCK_N, 1])
+    else:
+        even, odd = gl.split(gl.reshape(runs, [RUNS, BLOCK_N, STEPS // 2, 2]))
+        shifted = gl.convert_layout(_shift_in(odd, first, STEPS // 2), even.type.layout)
+        moved = gl.reshape(gl.join(shifted, even), [RUNS, BLOCK_N, STEPS])
+    return moved
+
+
+@gluon.jit
 def scan_tile(alpha, beta):
     """The inclusive maps ``(A, B)`` of a :func:`whole_sequence_tile` in scan order: for a reverse
     scan ``A_t = alpha_t + beta_t A_{t+1}`` from ``A_T = 0`` and ``B_t`` the product of ``beta``

@@ -189,7 +189,8 @@ def _gae_explicit_kernel(
         v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
     else:
         bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
-        v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, (t[:, None] + 1 < T) & n_ok[None, :], ACC)
+        v_succ = _explicit_layout.successor_tile(v, v_ptr, t, n, T, N, s_v_t, s_v_n, BLOCK_T, BLOCK_N, TIME_THREADS,
+                                                 ACC)
         v_after = gl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
     alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
     adv, _ = _explicit_layout.scan_tile(alpha, beta)

@@ -223,7 +223,7 @@ def _vtrace_explicit_kernel(
     done = terminated
     if HAS_TRUNC:
         done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-    v_succ = _scan.load_tile(v_ptr, t + 1, n, s_v_t, s_v_n, not_last, ACC)
+    v_succ = _explicit_layout.successor_tile(v, v_ptr, t, n, T, N, s_v_t, s_v_n, BLOCK_T, BLOCK_N, TIME_THREADS, ACC)
     if HAS_NEXT:
         v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
     else:

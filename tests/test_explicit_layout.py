@@ -149,6 +149,7 @@ TWIN_ESTIMATORS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_ret
                    "episodic_prefix_sum", "linear_scan")
 BUILD_SHAPES = [(8, 4096), (32, 4096), (64, 4096), (128, 4096), (256, 4096), (128, 512)]
 BUILD_CASES = [(op, T, N) for op in TWIN_ESTIMATORS for T, N in BUILD_SHAPES if explicit(T, N, op=op).explicit_layout]
+SUCCESSOR_BUILDS = [(op, _launch.explicit_tile(128, 4, warps)) for op in ("gae", "vtrace") for warps in (4, 8)]
 
 
 @pytest.fixture(scope="module")
@@ -161,11 +162,24 @@ def sm90_builds():
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), env.get("PYTHONPATH", "")])
     jobs = [[op, [*explicit(T, N, op=op).__dict__.values()], options]
             for op, T, N in BUILD_CASES for options in (False, True)]
+    jobs += [[op, [*config.__dict__.values()], False] for op, config in SUCCESSOR_BUILDS]
     done = subprocess.run([sys.executable, os.path.join(here, "gluon_build.py"), json.dumps(jobs)],
                           capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {(op, tuple(fields[:2]), options): build for op, fields, options, build in
+    return {(op, tuple(fields[:3]), options): build for op, fields, options, build in
             json.loads(done.stdout.splitlines()[-1])}
+
+
+@pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("op,config", SUCCESSOR_BUILDS, ids=[f"{op}-{c.num_warps}warps" for op, c in SUCCESSOR_BUILDS])
+def test_values_one_step_later_cost_one_row_per_thread(sm90_builds, op, config):
+    """``_explicit_layout.successor_tile``: GAE's and V-trace's ``v_{t+1}`` come from each thread's
+    own run of steps but its first, so the float loads are each series' rows, the bootstrap value and
+    one row more per thread (a second tile of values would add a load per step)."""
+    steps = config.block_t // (_explicit_layout.time_threads(config.block_t, config.num_warps) * config.num_warps)
+    series = {"gae": 2, "vtrace": 3}[op]  # rewards, values (and V-trace's log-ratios), without optional inputs
+    ptx = sm90_builds[(op, (config.block_t, config.block_n, config.num_warps), False)]["ptx"]
+    assert len(re.findall(r"ld\.global(\.\S+)*\.v4\.b32", ptx)) == series * steps + 1 + 1
 
 
 def test_every_estimator_has_a_twin():
@@ -182,7 +196,7 @@ def test_twin_builds_for_sm90_without_spills_and_with_one_barrier(sm90_builds, o
     warps (one barrier; Triton's own layout of GAE's 128 x 16 tile takes 13), the environments load
     as vectors, and nothing spills."""
     config = explicit(T, N, op=op)
-    build = sm90_builds[(op, (config.block_t, config.block_n), options)]
+    build = sm90_builds[(op, (config.block_t, config.block_n, config.num_warps), options)]
     assert build["barriers"] == 1
     envs_per_thread = config.block_n * _explicit_layout.time_threads(config.block_t, config.num_warps) // 32
     assert re.search(rf"ld\.global(\.\S+)*\.v{envs_per_thread}\.", build["ptx"])

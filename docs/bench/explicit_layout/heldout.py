@@ -8,7 +8,8 @@ eligibility traces and episodic sums on 10 cells of 65-256 steps in rows not 16 
 steps in 16-aligned rows (nineteenth session; discounted returns' 65-128-step cells are controls:
 the rule did not change them); ``eight_warps_more``: GAE, lambda returns, eligibility traces and
 episodic sums on 10 cells of 129-256 steps in 16-aligned rows (the light kernels' steps a multiple of
-16 in two: controls).
+16 in two: controls); ``successor``: GAE and V-trace on 10 cells of 40-250 steps, the PPO rollout's
+4096 x 128 among them (twentieth session: each thread's successor values from its own registers).
 
   PYTHONPATH=<kernels version>:. python docs/bench/explicit_layout/heldout.py PLAN TAG OUT.json [warm SHARD SHARDS]
 """
@@ -35,13 +36,16 @@ EIGHT_WARP_CELLS = [(72, 3072, "f32"), (100, 1536, "f32"), (96, 6144, "f32"), (1
 MORE_EIGHT_WARP_CELLS = [(130, 1536, "f32"), (140, 3072, "f32"), (175, 1024, "f32"), (210, 2048, "f32"),
                          (245, 1024, "f32"), (160, 5120, "f32"), (230, 6000, "f32"), (199, 4096, "f32"),
                          (144, 2048, "f32"), (256, 1536, "f32")]
+SUCCESSOR_CELLS = [(128, 4096, "f32"), (128, 2048, "f32"), (128, 8192, "f32"), (64, 4096, "f32"), (200, 3000, "f32"),
+                   (100, 6000, "f32"), (40, 5000, "f32"), (250, 1500, "f32"), (128, 4096, "bf16"), (180, 2500, "bf16")]
 PLANS = {"gae": [("gae", *cell) for cell in GAE_CELLS],
          "others": [(est, *cell) for est in B.SPECS if est != "gae" for cell in OTHER_CELLS],
          "light_unaligned": [(est, *cell) for est in ("eligibility_traces", "episodic_prefix_sum")
                              for cell in LIGHT_UNALIGNED_CELLS],
          "eight_warps": [(est, *cell) for est in ("vtrace", "retrace", "discounted_returns") for cell in EIGHT_WARP_CELLS],
          "eight_warps_more": [(est, *cell) for est in ("gae", "lambda_returns", "eligibility_traces", "episodic_prefix_sum")
-                              for cell in MORE_EIGHT_WARP_CELLS]}
+                              for cell in MORE_EIGHT_WARP_CELLS],
+         "successor": [(est, *cell) for est in ("gae", "vtrace") for cell in SUCCESSOR_CELLS]}
 
 
 def main(plan: str, tag: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
