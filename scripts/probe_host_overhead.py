@@ -74,17 +74,28 @@ def direct_launch_off():
             launcher.enabled = True
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def probe_shape(argv, description: str) -> tuple[int, int]:
+    """``(T, N)`` from ``--T`` and ``--N`` (default 128 x 4096, PPO's rollout)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--N", type=int, default=4096)
     p.add_argument("--T", type=int, default=128)
     opts = p.parse_args(argv)
-    T, N = opts.T, opts.N
+    return opts.T, opts.N
+
+
+def rollout(T: int, N: int) -> dict:
+    """Random ``[T, N]`` CUDA series for the probes: rewards, values, Q-values, expected next Q-values,
+    log-ratios, termination and truncation flags, and a bootstrap value per environment."""
     g = torch.Generator(device="cuda").manual_seed(0)
     x = lambda: torch.randn(T, N, device="cuda", generator=g)  # noqa: E731
-    r, v, q, eq, lr = x(), x(), x(), x(), 0.3 * x()
-    term, trunc = torch.rand(T, N, device="cuda") < 0.05, torch.rand(T, N, device="cuda") < 0.02
-    boot = torch.randn(N, device="cuda", generator=g)
+    return dict(r=x(), v=x(), q=x(), eq=x(), lr=0.3 * x(), term=torch.rand(T, N, device="cuda") < 0.05,
+                trunc=torch.rand(T, N, device="cuda") < 0.02, boot=torch.randn(N, device="cuda", generator=g))
+
+
+def main(argv=None):
+    T, N = probe_shape(argv, __doc__.splitlines()[0])
+    case = rollout(T, N)
+    r, v, q, eq, lr, term, trunc, boot = (case[k] for k in ("r", "v", "q", "eq", "lr", "term", "trunc", "boot"))
     calls = {
         "gae": lambda: kernels.gae(r, v, term, boot, truncated=trunc),
         "vtrace": lambda: kernels.vtrace(r, v, lr, term, boot, truncated=trunc),

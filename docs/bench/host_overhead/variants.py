@@ -10,7 +10,6 @@ back-to-back calls, as ``scripts/probe_host_overhead.py`` measures it.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import kernels  # noqa: E402
 from kernels import _replay  # noqa: E402
-from scripts.probe_host_overhead import per_call_us  # noqa: E402
+from scripts.probe_host_overhead import per_call_us, probe_shape, rollout  # noqa: E402
 
 
 def signature_before(args: tuple, kwargs: dict) -> tuple:
@@ -34,15 +33,9 @@ def describe_before(value):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--N", type=int, default=4096)
-    p.add_argument("--T", type=int, default=128)
-    opts = p.parse_args(argv)
-    T, N = opts.T, opts.N
-    x = lambda: torch.randn(T, N, device="cuda")  # noqa: E731
-    r, v = x(), x()
-    term, trunc = torch.rand(T, N, device="cuda") < 0.05, torch.rand(T, N, device="cuda") < 0.02
-    boot = torch.randn(N, device="cuda")
+    T, N = probe_shape(argv, __doc__.splitlines()[0])
+    case = rollout(T, N)
+    r, v, term, trunc, boot = (case[k] for k in ("r", "v", "term", "trunc", "boot"))
     args, kwargs = (r, v, term, boot), {"truncated": trunc, "gamma": 0.99}
     before = {signature_before(args, kwargs): 1}
     now = {_replay._signature(args, kwargs): 1}
@@ -58,9 +51,9 @@ def main(argv=None):
         return buffer[0], buffer[1]
 
     print(f"two outputs, one buffer indexed: {per_call_us(indexed):.2f} us")
-    for name, fn in (("gae", lambda: kernels.gae(r, v, term, boot, truncated=trunc)),):
-        fn()
-        print(f"{name} {N}x{T} replayed: {per_call_us(fn):.2f} us")
+    gae = lambda: kernels.gae(r, v, term, boot, truncated=trunc)  # noqa: E731
+    gae()
+    print(f"gae {N}x{T} replayed: {per_call_us(gae):.2f} us")
 
 
 if __name__ == "__main__":
