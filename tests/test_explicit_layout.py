@@ -179,7 +179,7 @@ def test_values_one_step_later_cost_one_row_per_thread(sm90_builds, op, config):
     steps = config.block_t // (_explicit_layout.time_threads(config.block_t, config.num_warps) * config.num_warps)
     series = {"gae": 2, "vtrace": 3}[op]  # rewards, values (and V-trace's log-ratios), without optional inputs
     ptx = sm90_builds[(op, (config.block_t, config.block_n, config.num_warps), False)]["ptx"]
-    assert len(re.findall(r"ld\.global(\.\S+)*\.v4\.b32", ptx)) == series * steps + 1 + 1
+    assert len(re.findall(r"ld\.global(\.\S+)*\.v4\.b32", ptx)) == series * steps + 1 + 1  # + successor, bootstrap
 
 
 def test_every_estimator_has_a_twin():
