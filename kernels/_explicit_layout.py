@@ -95,8 +95,7 @@ def successor_tile(x, ptr, t, n, T, N, stride_t, stride_n, BLOCK_T: gl.constexpr
     else:
         RUNS: gl.constexpr = BLOCK_T // STEPS
         runs = gl.permute(gl.reshape(x, [RUNS, STEPS, BLOCK_N]), (0, 2, 1))  # runs[r, n, s]: row r * STEPS + s
-        split_off, _ = gl.split(gl.reshape(runs, [RUNS, BLOCK_N, STEPS // 2, 2]))  # for its layout only:
-        per_run: gl.constexpr = gl.SliceLayout(2, gl.reshape(split_off, [RUNS, BLOCK_N, STEPS // 2]).type.layout)
+        per_run: gl.constexpr = gl.SliceLayout(2, runs.type.layout)  # one step of each run
         run_t = BLOCK_T - 1 - gl.arange(0, RUNS, layout=gl.SliceLayout(1, per_run)) * STEPS  # each run's first step
         run_n = gl.program_id(0) * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, per_run))
         after_run = _scan.load_tile(ptr, run_t + 1, run_n, stride_t, stride_n,
