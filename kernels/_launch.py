@@ -508,7 +508,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``,
-    ``LATEST_FIRST``, ``TIME_THREADS``.
+    ``LATEST_FIRST``, ``TIME_THREADS``; kernels that declare ``RUN_SUCCESSORS`` get it too
+    (:func:`successors_from_runs`).
     With look-back, ``flags`` holds one zeroed flag per tile, and ``ws`` three
     ``[num_chunks, N]`` planes.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
@@ -541,6 +542,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
                       SHUFFLE_TIME=16 // itemsize if shuffle_time else 0,
                       LATEST_FIRST=config.latest_first and not shuffle_time,
                       TIME_THREADS=_time_threads(config, time_contiguous, itemsize))
+    if "RUN_SUCCESSORS" in kernel.arg_names:
+        constexprs.update(RUN_SUCCESSORS=successors_from_runs(config, itemsize, lookback))
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():
@@ -574,6 +577,18 @@ def _time_threads(config: LaunchConfig, time_contiguous: bool, itemsize: int) ->
     if config.explicit_layout:
         return _explicit_layout.time_threads(config.block_t, config.num_warps)
     return time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1
+
+
+def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool) -> bool:
+    """``RUN_SUCCESSORS`` for the kernels that declare it (GAE, V-trace): whether a tile in thread
+    runs takes each step's successor value from the thread's own run instead of a second tile
+    (``_scan.successor_in_runs``; it has an effect only where ``TIME_THREADS > 1``). Measured on an
+    H200 (docs/perf.md, "Successor values from thread runs"): 1-8% faster in one-warp walks,
+    four-warp look-back tiles and 16-bit walks; slower in float32 walks four chunks deep (GAE 8192 x
+    4096: 151 -> 231 us) and in look-back tiles under four warps (3-6%), which keep the second tile."""
+    if lookback:
+        return config.num_warps >= 4
+    return itemsize < 4 or config.num_stages < 4
 
 
 def accumulator(dtype: torch.dtype):

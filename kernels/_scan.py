@@ -193,19 +193,56 @@ def edge_row(y, BLOCK_T: tl.constexpr, BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.
 @triton.jit
 def successor_rows(
     x, ptr, chunk, num_chunks, t, n, stride_t, stride_n, n_ok, T, DTYPE: tl.constexpr, BLOCK_T: tl.constexpr,
-    SHUFFLE_TIME: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr, LATEST_FIRST: tl.constexpr, TIME_THREADS: tl.constexpr,
 ):
     """``ptr[t + 1, n]`` for every row ``t`` of a reverse walk's chunk (0 from ``t + 1 = T`` on), as ``DTYPE``.
 
     ``x`` is the chunk's own tile of ``ptr`` (rows ``t``). With ``SHUFFLE_TIME`` every row but the
-    last is taken from ``x`` one row down, and only the row after the chunk is loaded; otherwise
-    the shifted tile is loaded (``x`` is then unused, and its load can be dropped by the compiler).
-    """
+    last is taken from ``x`` one row down, and only the row after the chunk is loaded; in thread
+    runs held latest first (``TIME_THREADS > 1``, ``LATEST_FIRST``) from each thread's own run
+    (``successor_in_runs``); otherwise the shifted tile is loaded (``x`` is then unused, and its
+    load can be dropped by the compiler: pass ``TIME_THREADS = 1`` where ``x`` is loaded for this
+    alone)."""
     if SHUFFLE_TIME:
         after = chunk_start(chunk, num_chunks, BLOCK_T, True) + BLOCK_T
         after_ok = n_ok & (tl.zeros_like(n) + after < T)
         return rows_up(x, load_env(ptr + wide(after) * stride_t, n, stride_n, after_ok, DTYPE), BLOCK_T, SHUFFLE_TIME)
+    if TIME_THREADS > 1 and LATEST_FIRST:
+        return successor_in_runs(x, ptr, t, n, stride_t, stride_n, n_ok, T, DTYPE, TIME_THREADS)
     return load_tile(ptr, t + 1, n, stride_t, stride_n, (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
+
+
+@triton.jit
+def successor_in_runs(x, ptr, t, n, stride_t, stride_n, n_ok, T, DTYPE: tl.constexpr, TIME_THREADS: tl.constexpr):
+    """``successor_rows`` of a latest-first tile ``x`` in thread runs (``thread_run_position``).
+
+    Step ``k`` of thread ``j``'s run is at position ``j * R + k``, latest first, so its successor is
+    step ``k - 1`` of the same run for every ``k`` but 0: those come from the thread's own
+    registers (``_shift_in``, no data moves), and only the successors of the runs' first steps
+    (rows ``0 .. TIME_THREADS - 1``) are loaded, one row per thread instead of a second tile: the
+    second tile's load masked to those rows, a mask fixed per register, so ``ptxas`` drops the
+    other rows' loads (a pipelined walk still issues them, as zero-filling copies: no reads).
+    (``_explicit_layout._shift_in`` is the same move for Gluon tiles, whose joins need their
+    layouts made equal.)"""
+    first_steps = (tl.arange(0, x.shape[0]) < TIME_THREADS)[:, None]
+    loaded = load_tile(ptr, t + 1, n, stride_t, stride_n, first_steps & (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
+    runs = tl.permute(_as_runs(x, TIME_THREADS), (1, 2, 0))  # runs[j, n, k]: step k of thread j's run
+    shifted = _shift_in(runs, tl.zeros([runs.shape[0], runs.shape[1]], runs.dtype))
+    return tl.where(first_steps, loaded, tl.reshape(tl.permute(shifted, (2, 0, 1)), x.shape))
+
+
+@triton.jit
+def _shift_in(runs, first):
+    """``y[j, n, k] = runs[j, n, k - 1]`` and ``y[j, n, 0] = first[j, n]``: each run moved one step
+    on, by splitting it into even and odd steps (``y``'s even steps are the odd steps shifted, its
+    odd steps the even ones)."""
+    STEPS: tl.constexpr = runs.shape[2]
+    if STEPS == 1:
+        moved = tl.reshape(first, runs.shape)
+    else:
+        even, odd = tl.split(tl.reshape(runs, [runs.shape[0], runs.shape[1], STEPS // 2, 2]))
+        moved = tl.reshape(tl.join(_shift_in(odd, first), even), runs.shape)
+    return moved
 
 
 @triton.jit

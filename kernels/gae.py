@@ -26,7 +26,8 @@ from kernels._triton import gl, runs_triton, tl, triton
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
-# Each step's successor is loaded too (a second tile one step later): smaller walk tiles
+# Each step's successor is loaded too (a second tile one step later, or in thread-run tiles one row per
+# thread where _launch.successors_from_runs says so): smaller walk tiles
 # (_launch.choose_config), except where DEEP_WALKS decides.
 SUCCESSOR_ROWS = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
@@ -96,6 +97,7 @@ def _gae_kernel(
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
+    RUN_SUCCESSORS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -118,7 +120,8 @@ def _gae_kernel(
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
         else:
             v_succ = _scan.successor_rows(
-                v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
+                v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME, LATEST_FIRST,
+                TIME_THREADS if RUN_SUCCESSORS else 1,
             )
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
         alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)

@@ -111,8 +111,10 @@ def _retrace_kernel(
         q = _scan.load_tile(q_ptr, t, n, s_q_t, s_q_n, mask, ACC)
         expected_next_q = _scan.load_tile(eq_ptr, t, n, s_eq_t, s_eq_n, mask, ACC)
         log_rhos = _scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC)  # used only with SHUFFLE_TIME
+        # Not from thread runs (TIME_THREADS 1 here): that would load log_rhos at t for this alone.
         log_rho_succ = _scan.successor_rows(
-            log_rhos, lr_ptr, chunk, num_chunks, t, n, s_lr_t, s_lr_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
+            log_rhos, lr_ptr, chunk, num_chunks, t, n, s_lr_t, s_lr_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME,
+            LATEST_FIRST, 1,
         )
         # Runs of four measured slower for tiles in time order ([T, N] 277 -> 323 us); thread runs need
         # them: flags in the float tiles' layout, or it changes by shuffles.

@@ -33,7 +33,8 @@ WIDE_SCAN = True
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
-# Each step's successor is loaded too (a second tile one step later): smaller walk tiles
+# Each step's successor is loaded too (a second tile one step later, or in thread-run tiles one row per
+# thread where _launch.successors_from_runs says so): smaller walk tiles
 # (_launch.choose_config).
 SUCCESSOR_ROWS = True
 # Float32 [N, T] rows of 65-256 steps over many environments: two environments per one-warp program
@@ -113,6 +114,7 @@ def _vtrace_kernel(
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
+    RUN_SUCCESSORS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
@@ -137,7 +139,8 @@ def _vtrace_kernel(
         if HAS_TRUNC:
             done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
         v_succ = _scan.successor_rows(
-            v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME
+            v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME, LATEST_FIRST,
+            TIME_THREADS if RUN_SUCCESSORS else 1,
         )
         if HAS_NEXT:
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)

@@ -150,23 +150,29 @@ TWIN_ESTIMATORS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_ret
 BUILD_SHAPES = [(8, 4096), (32, 4096), (64, 4096), (128, 4096), (256, 4096), (128, 512)]
 BUILD_CASES = [(op, T, N) for op in TWIN_ESTIMATORS for T, N in BUILD_SHAPES if explicit(T, N, op=op).explicit_layout]
 SUCCESSOR_BUILDS = [(op, _launch.explicit_tile(128, 4, warps)) for op in ("gae", "vtrace") for warps in (4, 8)]
+# Triton tiles in thread runs: a four-warp walk, which takes its successors from the runs
+# (_launch.successors_from_runs), and a two-warp look-back tile, which keeps the second tile.
+RUN_SUCCESSOR_BUILDS = [(op, LaunchConfig(block_t, block_n, warps, lookback=warps == 2, latest_first=True,
+                                          thread_runs=True))
+                        for op in ("gae", "vtrace") for block_t, block_n, warps in ((128, 16, 4), (64, 32, 2))]
 
 
 @pytest.fixture(scope="module")
 def sm90_builds():
     """Every twin at the block shapes the rule gives it (``BUILD_CASES``), with and without its
-    optional inputs, built for sm_90 by ``gluon_build.py`` in a process of its own (the interpreter,
-    on here without a GPU, replaces the functions the compiler needs)."""
+    optional inputs, and the Triton tiles of ``RUN_SUCCESSOR_BUILDS``, built for sm_90 by
+    ``sm90_build.py`` in a process of its own (the interpreter, on here without a GPU, replaces the
+    functions the compiler needs). Keyed by ``(op, LaunchConfig, options)``."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     here = os.path.dirname(os.path.abspath(__file__))
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), env.get("PYTHONPATH", "")])
     jobs = [[op, [*explicit(T, N, op=op).__dict__.values()], options]
             for op, T, N in BUILD_CASES for options in (False, True)]
-    jobs += [[op, [*config.__dict__.values()], False] for op, config in SUCCESSOR_BUILDS]
-    done = subprocess.run([sys.executable, os.path.join(here, "gluon_build.py"), json.dumps(jobs)],
+    jobs += [[op, [*config.__dict__.values()], False] for op, config in SUCCESSOR_BUILDS + RUN_SUCCESSOR_BUILDS]
+    done = subprocess.run([sys.executable, os.path.join(here, "sm90_build.py"), json.dumps(jobs)],
                           capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {(op, tuple(fields[:3]), options): build for op, fields, options, build in
+    return {(op, LaunchConfig(*fields), options): build for op, fields, options, build in
             json.loads(done.stdout.splitlines()[-1])}
 
 
@@ -178,8 +184,28 @@ def test_values_one_step_later_cost_one_row_per_thread(sm90_builds, op, config):
     one row more per thread (a second tile of values would add a load per step)."""
     steps = config.block_t // (_explicit_layout.time_threads(config.block_t, config.num_warps) * config.num_warps)
     series = {"gae": 2, "vtrace": 3}[op]  # rewards, values (and V-trace's log-ratios), without optional inputs
-    ptx = sm90_builds[(op, (config.block_t, config.block_n, config.num_warps), False)]["ptx"]
-    assert len(re.findall(r"ld\.global(\.\S+)*\.v4\.b32", ptx)) == series * steps + 1 + 1  # + successor, bootstrap
+    loads = float_vector_loads(sm90_builds[(op, config, False)]["ptx"])
+    assert loads == series * steps + 1 + 1  # + successor, bootstrap
+
+
+def float_vector_loads(ptx: str) -> int:
+    """The float32 loads of four elements in a kernel's PTX (one per thread per row of a tile)."""
+    return len(re.findall(r"ld\.global(\.\S+)*\.v4\.b32", ptx))
+
+
+@pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("op,config", RUN_SUCCESSOR_BUILDS,
+                         ids=[f"{op}-{c.num_warps}warps" for op, c in RUN_SUCCESSOR_BUILDS])
+def test_triton_thread_run_tiles_load_successors_one_row_per_thread(sm90_builds, op, config):
+    """``_scan.successor_in_runs``: in a Triton tile in thread runs whose successors come from the
+    runs, GAE's and V-trace's float loads (SASS: the PTX still lists the second tile's loads, masked
+    off but for the first row, and ``ptxas`` drops them) are each series' rows, the bootstrap value
+    and one row more per thread; where the rule keeps the second tile, one row more per step."""
+    steps = config.block_t // _launch.time_threads(config, 4)
+    series = {"gae": 2, "vtrace": 3}[op]  # rewards, values (and V-trace's log-ratios), without optional inputs
+    successors = 1 if _launch.successors_from_runs(config, 4, config.lookback) else steps
+    sass = sm90_builds[(op, config, False)]["sass"]
+    assert steps > 1 and len(re.findall(r"LDG\.E\.128", sass)) == series * steps + successors + 1
 
 
 def test_every_estimator_has_a_twin():
@@ -196,7 +222,7 @@ def test_twin_builds_for_sm90_without_spills_and_with_one_barrier(sm90_builds, o
     warps (one barrier; Triton's own layout of GAE's 128 x 16 tile takes 13), the environments load
     as vectors, and nothing spills."""
     config = explicit(T, N, op=op)
-    build = sm90_builds[(op, (config.block_t, config.block_n, config.num_warps), options)]
+    build = sm90_builds[(op, config, options)]
     assert build["barriers"] == 1
     envs_per_thread = config.block_n * _explicit_layout.time_threads(config.block_t, config.num_warps) // 32
     assert re.search(rf"ld\.global(\.\S+)*\.v{envs_per_thread}\.", build["ptx"])

@@ -524,31 +524,55 @@ def test_latest_first_tiles(op_case, layout, walk):
         assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("walk", ["one_by_one_lookback", "two_warp_lookback", "windowed_lookback", "pipelined",
-                                  "deep_four_warp", "unpipelined"])
+THREAD_RUN_WALKS = {"one_by_one_lookback": dict(block_t=16, block_n=32, num_warps=1, lookback=True),
+                    "two_warp_lookback": dict(block_t=64, block_n=32, num_warps=2, lookback=True),
+                    "four_warp_lookback": dict(block_t=128, block_n=16, num_warps=4, lookback=True),
+                    "windowed_lookback": dict(block_t=32, block_n=8, num_warps=2, lookback=True),
+                    "pipelined": dict(block_t=16, block_n=16, num_warps=2, num_stages=3),
+                    "deep_four_warp": dict(block_t=128, block_n=16, num_warps=4, num_stages=4),
+                    "unpipelined": dict(block_t=32, block_n=32, num_warps=1)}
+
+
+@pytest.mark.parametrize("walk", THREAD_RUN_WALKS)
 @pytest.mark.parametrize("order", ["ascending", "latest_first"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_thread_run_tiles(op_case, dtype, order, walk):
     """``[T, N]`` tiles whose rows are in thread runs (``LaunchConfig.thread_runs``: each thread
     scans its consecutive steps, then one map per thread crosses threads) give the reference's
-    answer: look-back tiles walked back one by one (one warp, and two with warps along time) and by
-    windows, pipelined walks (four warps along time four chunks deep, as from 4096 environments)
-    and unpipelined ones, rows in time order or latest first, with partial tiles in time and
-    environments."""
+    answer: look-back tiles walked back one by one (one warp, two and four with warps along time)
+    and by windows, pipelined walks (four warps along time four chunks deep, as from 4096
+    environments) and unpipelined ones, rows in time order or latest first, with partial tiles in
+    time and environments."""
+    from kernels import LaunchConfig
+
+    config = LaunchConfig(**THREAD_RUN_WALKS[walk], thread_runs=True, latest_first=order == "latest_first")
+    assert_thread_run_tiles_match(op_case, dtype, config, seed_of("thread_runs", op_case, dtype, order, walk))
+
+
+@pytest.mark.parametrize("walk", THREAD_RUN_WALKS)
+@pytest.mark.parametrize("from_runs", [True, False], ids=["from_runs", "second_tile"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("op_case", [c for c in OP_CASES if c[0] in ("gae", "vtrace")], ids=case_id)
+def test_successor_values_in_thread_runs(monkeypatch, op_case, dtype, from_runs, walk):
+    """GAE's and V-trace's ``v_{t+1}`` in latest-first thread-run tiles give the reference's answer
+    taken either way, whatever the block shape rule (``_launch.successors_from_runs``) picks: from
+    each thread's own run (``_scan.successor_in_runs``) or from a second tile one step later."""
     from kernels import LaunchConfig, _launch
 
-    config = {"one_by_one_lookback": LaunchConfig(16, 32, 1, lookback=True),
-              "two_warp_lookback": LaunchConfig(64, 32, 2, lookback=True),
-              "windowed_lookback": LaunchConfig(32, 8, 2, lookback=True),
-              "pipelined": LaunchConfig(16, 16, 2, num_stages=3),
-              "deep_four_warp": LaunchConfig(128, 16, 4, num_stages=4),
-              "unpipelined": LaunchConfig(32, 32, 1)}[walk]
-    config = replace(config, thread_runs=True, latest_first=order == "latest_first")
+    monkeypatch.setattr(_launch, "successors_from_runs", lambda *_: from_runs)
+    getattr(kernels, op_case[0]).plans.clear()  # a GPU call replays the plan of an earlier call of this shape
+    config = LaunchConfig(**THREAD_RUN_WALKS[walk], thread_runs=True, latest_first=True)
+    assert_thread_run_tiles_match(op_case, dtype, config, seed_of("successors", op_case, dtype, from_runs, walk))
+
+
+def assert_thread_run_tiles_match(op_case, dtype, config, seed):
+    from kernels import _launch
+
     assert _launch.time_threads(config, dtype.itemsize) > 1  # the rows really are in runs
     op, kw = op_case
     T, N = (1000, 67) if DEVICE == "cuda" else (config.block_t * 2 + 5, config.block_n + 3)
-    tm = make_inputs(op, T, N, seed=seed_of("thread_runs", op_case, dtype, order, walk), dtype=dtype, **kw)
+    tm = make_inputs(op, T, N, seed=seed, dtype=dtype, **kw)
     ref = call(R, upcast(tm))
     out = call(kernels, tm, config=config)
     for o, r in zip(out, ref):

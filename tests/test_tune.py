@@ -388,6 +388,27 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
     assert _launch.kernel_traits(estimator)["successor_rows"] == loads_successors
 
 
+@pytest.mark.parametrize("estimator,T,N,itemsize,from_runs", [
+    ("gae", 4096, 8192, 4, False),  # float32 walks four chunks deep: 151 -> 231 us from the runs
+    ("gae", 4096, 8192, 2, True),  # bf16 walks three deep: 118.5 -> 109.9
+    ("vtrace", 4096, 8192, 2, True),  # 217.8 -> 206.2
+    ("vtrace", 500, 12000, 4, True),  # float32 walks three deep
+    ("gae", 8192, 512, 4, True),  # four-warp look-back tiles: 35.7 -> 34.9
+    ("gae", 2048, 2048, 4, False),  # two-warp look-back tiles: 0.94x in rows not 16 apart
+    ("vtrace", 8192, 512, 2, False),  # bf16 two-warp look-back tiles: 0.97x
+    ("vtrace", 128, 32768, 4, True),  # one-warp 16-step walks: 27.2 -> 26.7
+])
+def test_successors_come_from_thread_runs_where_they_measured_faster(compiled_block_shapes, estimator, T, N,
+                                                                     itemsize, from_runs):
+    """``_launch.successors_from_runs`` on the thread-run tiles the rule gives GAE and V-trace (H200,
+    docs/perf.md, "Successor values from thread runs")."""
+    launch = compiled_block_shapes
+    config = launch.estimator_config(estimator, T, N, False, itemsize)
+    assert config.thread_runs and launch.time_threads(config, itemsize) > 1
+    lookback = config.lookback and T > config.block_t
+    assert launch.successors_from_runs(config, itemsize, lookback) is from_runs
+
+
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_long_run_kernels_walk_from_4096_environments(compiled_block_shapes, estimator):
     """From 4096 to 8191 environments, the kernels with ``LONG_RUN_TILES`` walk ``[T, N]`` sequences

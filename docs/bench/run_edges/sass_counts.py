@@ -22,10 +22,10 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from kernels._launch import LaunchConfig, time_threads
+from kernels._launch import LaunchConfig, successors_from_runs, time_threads
 
 gae = importlib.import_module("kernels.gae")
-KINDS = ("LDG", "STG", "SHFL", "BAR", "LDS", "STS", "FFMA", "FMUL", "FSEL", "ISETP", "IMAD")
+KINDS = ("LDGSTS", "LDG", "STG", "SHFL", "BAR", "LDS", "STS", "FFMA", "FMUL", "FSEL", "ISETP", "IMAD")
 POINTER_TYPES = {"term_ptr": "*u8", "trunc_ptr": "*u8"}
 
 
@@ -34,7 +34,8 @@ def compile_gae(config: LaunchConfig, workdir: str) -> str:
     signature, constants, attrs = {}, {}, {}
     values = dict(HAS_TRUNC=True, HAS_NEXT=False, ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                   LOOKBACK=False, NUM_STAGES=config.num_stages, SHUFFLE_TIME=0, LATEST_FIRST=True,
-                  TIME_THREADS=time_threads(config, 4) if config.thread_runs else 1)
+                  TIME_THREADS=time_threads(config, 4) if config.thread_runs else 1,
+                  RUN_SUCCESSORS=successors_from_runs(config, 4, False))
     for i, name in enumerate(params):
         if name in values or (name.startswith("s_") and name.endswith("_n")) or name == "s_boot":
             signature[name] = "constexpr"

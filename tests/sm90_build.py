@@ -1,0 +1,82 @@
+"""Build estimator kernels for sm_90 without a GPU (``test_explicit_layout``; run without
+``TRITON_INTERPRET``): the explicit-layout twin where the ``LaunchConfig`` says ``explicit_layout``,
+else the Triton kernel in that block shape (rows latest first; thread runs and
+``RUN_SUCCESSORS`` as ``_launch`` would pass them for float32). The JSON argument lists
+``[estimator, LaunchConfig fields, options]``, the options ``true`` for every optional input
+(``HAS_*``) and ``false`` for none; for each, the PTX's barrier count, the PTX, ``ptxas -v``'s
+report and the SASS (``None`` when Triton finds no ``ptxas`` or ``cuobjdump``). Prints one JSON line."""
+
+import importlib
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from kernels import LaunchConfig, _explicit_layout, _launch
+
+FLAG_POINTERS = ("term_ptr", "trunc_ptr", "done_ptr", "flag_ptr")
+
+
+def kernel_of(estimator: str, config: LaunchConfig):
+    """The kernel a launch in ``config`` runs: the Triton kernel or its explicit-layout twin."""
+    kernel = getattr(importlib.import_module(f"kernels.{estimator}"), f"_{estimator}_kernel")
+    return _explicit_layout.TWINS[kernel] if config.explicit_layout else kernel
+
+
+def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
+    """The kernel as a contiguous float32 ``[T, N]`` launch specialises it (unit environment strides,
+    16-divisible row strides and pointers), reverse where it may be."""
+    kernel = kernel_of(estimator, config)
+    if config.explicit_layout:
+        time_threads, source = _explicit_layout.time_threads(config.block_t, config.num_warps), GluonASTSource
+    else:
+        time_threads, source = _launch.time_threads(config, 4) if config.thread_runs else 1, ASTSource
+    values = dict(ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n, LOOKBACK=config.lookback,
+                  NUM_STAGES=config.num_stages, SHUFFLE_TIME=0, LATEST_FIRST=not config.explicit_layout,
+                  STARTS_AT=False, REVERSE=True, TIME_THREADS=time_threads,
+                  RUN_SUCCESSORS=_launch.successors_from_runs(config, 4, config.lookback))
+    signature, constants, attrs = {}, {}, {}
+    for i, param in enumerate(kernel.params):
+        name = param.name
+        if param.is_constexpr:
+            signature[name], constants[(i,)] = "constexpr", options if name.startswith("HAS_") else values[name]
+        elif (name.startswith("s_") and name.endswith("_n")) or name in ("s_boot", "s_init"):
+            signature[name], constants[(i,)] = "constexpr", 1
+        elif name.endswith("_ptr") or name in ("ws", "flags"):
+            signature[name] = "*u8" if name in FLAG_POINTERS else "*i32" if name == "flags" else "*fp32"
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        else:
+            signature[name] = "i32"
+            if name == "N" or (name.startswith("s_") and name.endswith("_t")):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    compiled = triton.compile(source(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
+                              target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+    ptx = compiled.asm["ptx"]
+    ptxas = get_ptxas(90).path  # the ptxas Triton itself assembles sm_90 code with
+    cuobjdump = os.path.join(os.path.dirname(ptxas or ""), "cuobjdump")
+    report = sass = None
+    if ptxas and os.path.exists(ptxas):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, cubin = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
+            with open(path, "w") as f:
+                f.write(ptx)
+            report = subprocess.run([ptxas, "-v", "-arch=sm_90a", path, "-o", cubin],
+                                    capture_output=True, text=True).stderr
+            if os.path.exists(cuobjdump):
+                sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True).stdout
+    return {"barriers": ptx.count("bar.sync"), "ptx": ptx, "ptxas": report, "sass": sass}
+
+
+if __name__ == "__main__":
+    print(json.dumps([[estimator, fields, options, build(estimator, LaunchConfig(*fields), options)]
+                      for estimator, fields, options in json.loads(sys.argv[1])]))
