@@ -84,6 +84,11 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 # Elements (N times T rounded up to a power of two, and to at least 128) from which [T, N] sequences of
 # 33-256 steps are walked in 16-step chunks instead of held in one tile per program (H200, docs/perf.md).
 SHORT_WALKS_FROM = 2**21
+# V-trace's float32 [T, N] walks below 8192 environments are 32 wide on four warps from here, 16 wide
+# below. 64 x 16 tiles fell from 77% of the copy at 6144 environments (384 programs) to 56% at 6656
+# (416); 32 x 32 ran 1.31-1.38x faster from 6656 to 8176 and 0.88x at 6144 (H200, 2048 steps;
+# docs/perf.md, "Successor values from thread runs, V-trace's wide walks").
+WIDE_WALKS_FROM = 6400
 
 
 @lru_cache(maxsize=4096)
@@ -177,7 +182,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       32 on two warps.
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``:
       walks three chunks deep in thread runs, 64 x 16 on four warps (docs/perf.md, "Look-back
-      tiles for short sequences, and bf16 tiles").
+      tiles for short sequences, and bf16 tiles"), 32 x 32 from ``WIDE_WALKS_FROM`` environments.
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
@@ -334,6 +339,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             if half is not None:
                 return half
         if wide_scan and itemsize == 4 and N >= 2048 and aligned_rows:
+            if N >= WIDE_WALKS_FROM:
+                return LaunchConfig(32, 32, num_warps=4, num_stages=3, thread_runs=True)
             return LaunchConfig(64, 16, num_warps=4, num_stages=3, thread_runs=True)
         if wide_scan:
             walk = N >= 8192 and aligned_rows
@@ -583,9 +590,10 @@ def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool) ->
     """``RUN_SUCCESSORS`` for the kernels that declare it (GAE, V-trace): whether a tile in thread
     runs takes each step's successor value from the thread's own run instead of a second tile
     (``_scan.successor_in_runs``; it has an effect only where ``TIME_THREADS > 1``). Measured on an
-    H200 (docs/perf.md, "Successor values from thread runs"): 1-8% faster in one-warp walks,
-    four-warp look-back tiles and 16-bit walks; slower in float32 walks four chunks deep (GAE 8192 x
-    4096: 151 -> 231 us) and in look-back tiles under four warps (3-6%), which keep the second tile."""
+    H200 (docs/perf.md, "Successor values from thread runs, V-trace's wide walks"): 1-8% faster in
+    one-warp walks, four-warp look-back tiles and 16-bit walks; slower in look-back tiles under four
+    warps (3-6%) and in GAE's float32 64 x 64 walks (8192 x 4096: 151 -> 231 us, three or four
+    chunks deep), which ``choose_config`` walks four deep: those keep the second tile."""
     if lookback:
         return config.num_warps >= 4
     return itemsize < 4 or config.num_stages < 4

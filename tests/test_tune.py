@@ -322,19 +322,24 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_vtrace_walks_from_2048_environments(compiled_block_shapes, estimator):
     """V-trace's float32 ``[T, N]`` sequences of more than 256 steps from 2048 to 8191 environments,
-    in 16-aligned rows, are walked three chunks deep in 64 x 16 thread-run tiles on four warps
-    (H200, inputs from DRAM: 4096 x 4096 172 -> 127 us); fewer environments, rows that are not
-    16-aligned, 16-bit and 64-bit floats and the other kernels keep their tiles."""
+    in 16-aligned rows, are walked three chunks deep in thread-run tiles on four warps, 64 x 16 (H200,
+    inputs from DRAM: 4096 x 4096 172 -> 127 us), and 32 x 32 from ``WIDE_WALKS_FROM`` environments
+    (7680 x 2048: 132.4 -> 98.8 us); fewer environments, rows that are not 16-aligned, 16-bit and
+    64-bit floats and the other kernels keep their tiles."""
     from kernels import LaunchConfig
 
-    config = compiled_block_shapes.estimator_config
-    walk = LaunchConfig(64, 16, 4, num_stages=3, latest_first=True, thread_runs=True)
-    for T, N in [(4096, 2048), (300, 3008), (1000, 6000), (4096, 8176)]:
-        c = config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
+    launch = compiled_block_shapes
+    narrow = LaunchConfig(64, 16, 4, num_stages=3, latest_first=True, thread_runs=True)
+    wide = LaunchConfig(32, 32, 4, num_stages=3, latest_first=True, thread_runs=True)
+    for T, N in [(4096, 2048), (300, 3008), (1000, 6000), (2048, launch.WIDE_WALKS_FROM - 16),
+                 (2048, launch.WIDE_WALKS_FROM), (4096, 8176)]:
+        c = launch.estimator_config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
+        walk = wide if N >= launch.WIDE_WALKS_FROM else narrow
         assert (c == walk) == (estimator == "vtrace"), (T, N, c)
     if estimator == "vtrace":
         for T, N, itemsize in [(4096, 2047, 4), (3000, 3000, 4), (4096, 4096, 2), (4096, 4096, 8), (4096, 8192, 4)]:
-            assert config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0) != walk, (T, N, itemsize)
+            c = launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0)
+            assert c not in (narrow, wide), (T, N, itemsize)
 
 
 HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block_t, block_n, warps) of a look-back
@@ -401,7 +406,7 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
 def test_successors_come_from_thread_runs_where_they_measured_faster(compiled_block_shapes, estimator, T, N,
                                                                      itemsize, from_runs):
     """``_launch.successors_from_runs`` on the thread-run tiles the rule gives GAE and V-trace (H200,
-    docs/perf.md, "Successor values from thread runs")."""
+    docs/perf.md, "Successor values from thread runs, V-trace's wide walks")."""
     launch = compiled_block_shapes
     config = launch.estimator_config(estimator, T, N, False, itemsize)
     assert config.thread_runs and launch.time_threads(config, itemsize) > 1

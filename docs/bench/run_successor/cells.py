@@ -3,8 +3,10 @@ Triton tiles hold their rows in thread runs (walks and look-back tiles, float32 
 Triton's own layout as controls), Retrace and lambda returns (code unchanged) as controls. The
 measurement is ``../explicit_layout/heldout.py``'s: whichever ``kernels`` package is first on the
 path, checked against the float64 reference, then device time per call replayed from a CUDA graph.
+PLAN ``run_successor``: those cells; ``wide_walks``: V-trace's float32 walks from 6000 to 8191
+environments, where ``_launch.WIDE_WALKS_FROM`` changed their tiles (controls below it).
 
-  PYTHONPATH=<kernels version>:. python docs/bench/run_successor/cells.py TAG OUT.json [warm SHARD SHARDS]
+  PYTHONPATH=<kernels version>:. python docs/bench/run_successor/cells.py PLAN TAG OUT.json [warm SHARD SHARDS]
 """
 import os
 import sys
@@ -19,7 +21,10 @@ CELLS = [(4096, 8192, "f32"), (2048, 16384, "f32"), (500, 12000, "f32"), (8192, 
 CONTROL_CELLS = [(4096, 8192, "f32"), (2048, 2048, "f32"), (128, 32768, "f32")]
 H.PLANS["run_successor"] = ([(est, *cell) for est in ("gae", "vtrace") for cell in CELLS]
                             + [(est, *cell) for est in ("retrace", "lambda_returns") for cell in CONTROL_CELLS])
+H.PLANS["wide_walks"] = [("vtrace", T, N, "f32") for T, N in
+                         ((1500, 6400), (3000, 6496), (700, 7008), (5000, 7200), (2000, 7504), (1200, 8000),
+                          (4000, 8176), (2000, 6000), (3000, 6384), (1500, 4096))]
 
 if __name__ == "__main__":
-    warm = sys.argv[3:4] == ["warm"]
-    H.main("run_successor", sys.argv[1], sys.argv[2], warm, *(int(a) for a in sys.argv[4:6]))
+    warm = sys.argv[4:5] == ["warm"]
+    H.main(sys.argv[1], sys.argv[2], sys.argv[3], warm, *(int(a) for a in sys.argv[5:7]))
