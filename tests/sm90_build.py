@@ -7,7 +7,6 @@ else the Triton kernel in that block shape (rows latest first; thread runs and
 report and the SASS (``None`` when Triton finds no ``ptxas`` or ``cuobjdump``). Prints one JSON line."""
 
 import importlib
-import inspect
 import json
 import os
 import subprocess

@@ -12,7 +12,6 @@ dtypes and flag dtypes; per-op scalar/optional-argument variants live in
 from __future__ import annotations
 
 import zlib
-from dataclasses import replace
 
 import pytest
 import torch
@@ -553,11 +552,12 @@ def test_thread_run_tiles(op_case, dtype, order, walk):
 @pytest.mark.parametrize("walk", THREAD_RUN_WALKS)
 @pytest.mark.parametrize("from_runs", [True, False], ids=["from_runs", "second_tile"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
-@pytest.mark.parametrize("op_case", [c for c in OP_CASES if c[0] in ("gae", "vtrace")], ids=case_id)
+@pytest.mark.parametrize("op_case", [c for c in OP_CASES if c[0] == "vtrace" or c == ("gae", {})], ids=case_id)
 def test_successor_values_in_thread_runs(monkeypatch, op_case, dtype, from_runs, walk):
-    """GAE's and V-trace's ``v_{t+1}`` in latest-first thread-run tiles give the reference's answer
-    taken either way, whatever the block shape rule (``_launch.successors_from_runs``) picks: from
-    each thread's own run (``_scan.successor_in_runs``) or from a second tile one step later."""
+    """GAE's (without ``next_values``) and V-trace's ``v_{t+1}`` in latest-first thread-run tiles give
+    the reference's answer taken either way, whatever the block shape rule
+    (``_launch.successors_from_runs``) picks: from each thread's own run
+    (``_scan.successor_in_runs``) or from a second tile one step later."""
     from kernels import LaunchConfig, _launch
 
     monkeypatch.setattr(_launch, "successors_from_runs", lambda *_: from_runs)
