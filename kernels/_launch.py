@@ -85,10 +85,18 @@ SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 # 33-256 steps are walked in 16-step chunks instead of held in one tile per program (H200, docs/perf.md).
 SHORT_WALKS_FROM = 2**21
 # V-trace's float32 [T, N] walks below 8192 environments are 32 wide on four warps from here, 16 wide
-# below. 64 x 16 tiles fell from 77% of the copy at 6144 environments (384 programs) to 56% at 6656
-# (416); 32 x 32 ran 1.31-1.38x faster from 6656 to 8176 and 0.88x at 6144 (H200, 2048 steps;
-# docs/perf.md, "Successor values from thread runs, V-trace's wide walks").
-WIDE_WALKS_FROM = 6400
+# below. 64 x 16 tiles fell from 77% of the copy at 6144 environments (384 programs) to 53-55% at
+# 6352-6656 (397-416: more than three per multiprocessor of the H200); 32 x 32 ran 1.27-1.38x faster
+# from 6352 to 8176 and 0.88x at 6144 (docs/perf.md, "Successor values from thread runs, V-trace's
+# wide walks").
+WIDE_WALKS_FROM = 6352
+# Environment counts whose float32 [T, N] sequences of more than 256 steps (GAE, Retrace, lambda and
+# discounted returns, in 16-aligned rows) are walked 32 environments wide on four warps, three chunks
+# deep, instead of in two-warp look-back tiles: 120-132 programs, one per multiprocessor of the H200.
+# 1.09-1.17x from 3840 to 4224 environments (Retrace, lambda and discounted returns 1.12-1.16x at
+# 4096); 0.79-0.86x at 4240, whose 133rd program waits for a second wave; 0.99-1.00x at 3072-3584
+# (docs/perf.md, "Successor values from thread runs, V-trace's wide walks").
+ONE_WAVE_WALKS = (3840, 4224)
 
 
 @lru_cache(maxsize=4096)
@@ -183,6 +191,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``:
       walks three chunks deep in thread runs, 64 x 16 on four warps (docs/perf.md, "Look-back
       tiles for short sequences, and bf16 tiles"), 32 x 32 from ``WIDE_WALKS_FROM`` environments.
+    * ``[T, N]``, longer, float32 from 3840 to 4224 environments (``ONE_WAVE_WALKS``), ``aligned_rows``,
+      not ``wide_scan``, ``long_run_tiles`` nor ``light_steps`` (GAE, Retrace, lambda and discounted
+      returns) where :func:`_longer_tiles_below_4096_envs` gives none: walks three chunks deep in
+      thread runs, 64 x 32 on four warps, one program per multiprocessor.
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
@@ -334,6 +346,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
                                                    light_steps, aligned_rows)
             if longer is not None:
                 return longer
+        one_wave = ONE_WAVE_WALKS[0] <= N <= ONE_WAVE_WALKS[1]
+        if one_wave and itemsize == 4 and aligned_rows and not (wide_scan or long_run_tiles or light_steps):
+            return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True)
         if itemsize == 2 and aligned_rows:
             half = _half_float_look_back_tiles(N, wide_scan, successor_rows, long_run_tiles)
             if half is not None:

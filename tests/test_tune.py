@@ -257,13 +257,14 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     ``LONG_RUN_TILES``, 32 x 32 otherwise; V-trace keeps its 16 x 32 tiles below 2048 environments
     (``test_vtrace_walks_from_2048_environments``; and the light kernels, in rows that are not
     16-aligned, their one-warp tiles from 4096 environments; H200 before-and-after runs). 64-bit floats keep their tiles (16-bit floats:
-    ``test_half_float_look_back_tiles``). ``LONG_RUN_TILES`` kernels walk from 4096 environments."""
+    ``test_half_float_look_back_tiles``). ``LONG_RUN_TILES`` kernels walk from 4096 environments, the
+    others from 3840 to 4224 (``test_one_wave_walks_around_4096_environments``)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
     reverse = estimator not in FORWARD_ONLY
     narrow = traits["successor_rows"] or traits["narrow_short_tiles"]
-    for N, T in [(1024, 4096), (2048, 2048), (4096, 4096), (6000, 1000)]:
+    for N, T in [(1024, 4096), (2048, 2048), (4608, 4096), (6000, 1000)]:
         c = config(estimator, T, N, False, 4)
         if N < (1024 if narrow else 4096) and not traits["wide_scan"]:
             continue  # longer tiles (test_longer_tiles_below_4096_environments)
@@ -340,6 +341,28 @@ def test_vtrace_walks_from_2048_environments(compiled_block_shapes, estimator):
         for T, N, itemsize in [(4096, 2047, 4), (3000, 3000, 4), (4096, 4096, 2), (4096, 4096, 8), (4096, 8192, 4)]:
             c = launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0)
             assert c not in (narrow, wide), (T, N, itemsize)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_one_wave_walks_around_4096_environments(compiled_block_shapes, estimator):
+    """From 3840 to 4224 environments (``ONE_WAVE_WALKS``: 120-132 programs 32 wide, one per
+    multiprocessor of the H200) GAE, Retrace, lambda and discounted returns walk float32 ``[T, N]``
+    sequences of more than 256 steps in 16-aligned rows three chunks deep in 64 x 32 tiles on four
+    warps (4096 x 3000 GAE 77.4 -> 69.7 us); where ``_longer_tiles_below_4096_envs`` gives tiles
+    (lambda returns below 4096 environments) those stay. One more program (4240 environments),
+    bf16, unaligned rows, short sequences and the other kernels keep their tiles."""
+    from kernels import LaunchConfig
+
+    launch = compiled_block_shapes
+    walk = LaunchConfig(64, 32, 4, num_stages=3, latest_first=True, thread_runs=True)
+    takes = estimator in ("gae", "retrace", "lambda_returns", "discounted_returns")
+    low, high = launch.ONE_WAVE_WALKS
+    for T, N in [(3000, 4096), (1500, high), (600, low)]:
+        walks = takes and not (estimator == "lambda_returns" and N < 4096)
+        assert (launch.estimator_config(estimator, T, N, False, 4) == walk) == walks, (T, N)
+    for T, N, itemsize in [(1500, high + 16, 4), (2048, low - 256, 4), (3000, 4096, 2), (3000, 4100, 4),
+                           (200, 4096, 4)]:
+        assert launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0) != walk, (T, N)
 
 
 HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block_t, block_n, warps) of a look-back
@@ -420,11 +443,12 @@ def test_long_run_kernels_walk_from_4096_environments(compiled_block_shapes, est
     longer than one chunk four chunks deep in 128-step thread-run tiles on four warps, 32
     environments wide (16 for the light kernels' float32), in 16-bit and 32-bit floats; V-trace's
     float32 walks (``test_vtrace_walks_from_2048_environments``); the others, and float64, keep their
-    look-back tiles (H200 sweeps)."""
+    look-back tiles (H200 sweeps) but from 3840 to 4224 environments
+    (``test_one_wave_walks_around_4096_environments``)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
-    for N, T in [(4096, 4096), (6000, 1000), (8176, 300)]:
+    for N, T in [(4608, 4096), (6000, 1000), (8176, 300)]:
         for itemsize in (4, 2):
             c = config(estimator, T, N, False, itemsize)
             if traits["long_run_tiles"]:

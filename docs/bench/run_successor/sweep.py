@@ -5,7 +5,9 @@ input sets fill four times the L2), one process. ``_launch.successors_from_runs`
 candidate, as in a launch. Cells N x T. PLAN ``walks`` (`sweep_walks.log`): walks at 8192 x 4096 and
 16384 x 2048 (float32 and bf16) and 4096 x 4096 (float32); ``mid`` (`sweep_mid.log`): float32 from
 2048 to 8000 environments, 1024 to 8192 steps, and V-trace's bf16 walks from 8192 environments;
-``edges`` (`sweep_edges.log`): where the candidates that won in ``mid`` stop winning.
+``edges`` (`sweep_edges.log`): where the candidates that won in ``mid`` stop winning; ``check``
+(`sweep_check.log`): cells outside those sweeps for the windows they found (walks 32 environments
+wide on four warps around 4096 environments; V-trace's 32 x 32 walks just below 6400).
 
   PYTHONPATH=. python docs/bench/run_successor/sweep.py PLAN warm I K     # compile share I of K
   PYTHONPATH=. python docs/bench/run_successor/sweep.py PLAN time OUT.json
@@ -46,6 +48,12 @@ PLANS = {
        for label in labels(["64x32w4+3stages"])]
     + [("vtrace", N, T, "bf16", label) for N, T in ((8192, 2048), (10240, 2048), (12288, 2048), (14336, 2048),
                                                      (12288, 4096)) for label in labels(["64x32w4+3stages"])],
+    "check": [(est, N, T, "f32", label) for est in ("gae", "vtrace") for N in (3856, 4000, 4096, 4160, 4224, 4240)
+              for T in (600, 1500, 3000) for label in labels(["64x32w4+3stages"])]
+    + [(est, 4096, 2000, "f32", label) for est in ("retrace", "lambda_returns", "discounted_returns")
+       for label in labels(["64x32w4+3stages"])]
+    + [("vtrace", N, T, "f32", label) for N in (6352, 6384) for T in (1500, 3000)
+       for label in labels(["32x32w4+3stages"])],
 }
 
 
