@@ -97,6 +97,13 @@ WIDE_WALKS_FROM = 6352
 # 4096); 0.79-0.86x at 4240, whose 133rd program waits for a second wave; 0.99-1.00x at 3072-3584
 # (docs/perf.md, "Successor values from thread runs, V-trace's wide walks").
 ONE_WAVE_WALKS = (3840, 4224)
+# Environment counts from which GAE's, Retrace's, lambda and discounted returns' float32 [T, N]
+# sequences of more than 256 steps take the walks they take from 8192 (the others: from 8192), in
+# 16-aligned rows: at 7680-8000 environments 1.10-1.25x over their two-warp look-back tiles (GAE
+# 1.10-1.15x, Retrace 1.12-1.15x, lambda returns 1.24-1.25x, discounted returns 1.19-1.20x); GAE
+# 1.04-1.09x at 8176, 1.03-1.05x at 7168 and 0.94x at 6144 (docs/perf.md, "Successor values from
+# thread runs, V-trace's wide walks").
+FLOAT32_WALKS_FROM = 7680
 
 
 @lru_cache(maxsize=4096)
@@ -179,7 +186,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       steps from 4096 environments to ``SHORT_WALKS_FROM`` elements in 64 x 32 look-back tiles on
       four warps, in thread runs. 64-bit floats: the whole sequence
       per program in tiles of ~1024 elements (first session).
-    * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``):
+    * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``; float32
+      without ``wide_scan`` or ``long_run_tiles`` from ``FLOAT32_WALKS_FROM``):
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
       hold runs of consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
       ``wide_scan`` and for float32 with ``successor_rows`` (docs/perf.md, "Thread runs"); float32
@@ -330,7 +338,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(t_pow2, 32, num_warps=1)
     if T <= 256:
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
-    if N >= 8192 and itemsize <= 4 and aligned_rows:
+    walks_from = FLOAT32_WALKS_FROM if itemsize == 4 and not (wide_scan or long_run_tiles) else 8192
+    if N >= walks_from and itemsize <= 4 and aligned_rows:
         if deep_walks and itemsize == 4:
             return LaunchConfig(32 if N >= 16384 else 64, 64, num_warps=4, num_stages=4, thread_runs=True)
         if wide_scan or (successor_rows and itemsize == 4):

@@ -365,6 +365,24 @@ def test_one_wave_walks_around_4096_environments(compiled_block_shapes, estimato
         assert launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0) != walk, (T, N)
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_float32_walks_from_7680_environments(compiled_block_shapes, estimator):
+    """From ``FLOAT32_WALKS_FROM`` (7680) environments GAE, Retrace, lambda and discounted returns walk
+    float32 ``[T, N]`` sequences of more than 256 steps in 16-aligned rows as they do from 8192
+    (H200, same process: 1.10-1.25x over their look-back tiles at 7680-8000); bf16 and the other
+    kernels start at 8192 (V-trace's own walks: ``test_vtrace_walks_from_2048_environments``)."""
+    launch = compiled_block_shapes
+    traits = launch.kernel_traits(estimator)
+    takes = not (traits["wide_scan"] or traits["long_run_tiles"])
+    for T, N in [(2000, launch.FLOAT32_WALKS_FROM), (3000, 8000), (300, 8176)]:
+        c = launch.estimator_config(estimator, T, N, False, 4)
+        assert (c == launch.estimator_config(estimator, T, 8192, False, 4)) == takes, (T, N, c)
+        assert not takes or not c.lookback
+    for T, N, itemsize in [(2000, launch.FLOAT32_WALKS_FROM - 16, 4), (2000, 8000, 2), (2000, 8008, 4)]:
+        c = launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0)
+        assert c != launch.estimator_config(estimator, T, 8192, False, itemsize), (T, N, itemsize)
+
+
 HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block_t, block_n, warps) of a look-back
     # tile; "walk": no look-back; None: the look-back tiles as before, not in thread runs
     (2048, 512): {"long_run": (64, 64, 2), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
@@ -448,7 +466,7 @@ def test_long_run_kernels_walk_from_4096_environments(compiled_block_shapes, est
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
-    for N, T in [(4608, 4096), (6000, 1000), (8176, 300)]:
+    for N, T in [(4608, 4096), (6000, 1000), (7664, 300)]:
         for itemsize in (4, 2):
             c = config(estimator, T, N, False, itemsize)
             if traits["long_run_tiles"]:

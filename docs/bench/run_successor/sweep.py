@@ -7,7 +7,8 @@ candidate, as in a launch. Cells N x T. PLAN ``walks`` (`sweep_walks.log`): walk
 2048 to 8000 environments, 1024 to 8192 steps, and V-trace's bf16 walks from 8192 environments;
 ``edges`` (`sweep_edges.log`): where the candidates that won in ``mid`` stop winning; ``check``
 (`sweep_check.log`): cells outside those sweeps for the windows they found (walks 32 environments
-wide on four warps around 4096 environments; V-trace's 32 x 32 walks just below 6400).
+wide on four warps around 4096 environments; V-trace's 32 x 32 walks just below 6400); ``below_8192``
+(`sweep_below_8192.log`): the walks the kernels take from 8192 environments, at 6144-8176.
 
   PYTHONPATH=. python docs/bench/run_successor/sweep.py PLAN warm I K     # compile share I of K
   PYTHONPATH=. python docs/bench/run_successor/sweep.py PLAN time OUT.json
@@ -54,6 +55,12 @@ PLANS = {
        for label in labels(["64x32w4+3stages"])]
     + [("vtrace", N, T, "f32", label) for N in (6352, 6384) for T in (1500, 3000)
        for label in labels(["32x32w4+3stages"])],
+    "below_8192": [("gae", N, T, "f32", label) for N in (6144, 7168, 7680, 8000, 8176) for T in (1500, 3000)
+                   for label in labels(["64x64w4+4stages", "32x64w4+4stages"])]
+    + [(est, N, 2000, "f32", label) for est, tile in (("retrace", "32x32w2+3stages"),
+                                                      ("lambda_returns", "64x64w4+3stages"),
+                                                      ("discounted_returns", "64x64w4+3stages"))
+       for N in (7680, 8000) for label in labels([tile])],
 }
 
 
