@@ -152,6 +152,8 @@ BUILD_CASES = [(op, T, N) for op in TWIN_ESTIMATORS for T, N in BUILD_SHAPES if 
 SUCCESSOR_BUILDS = [(op, _launch.explicit_tile(128, 4, warps)) for op in ("gae", "vtrace") for warps in (4, 8)]
 # Triton tiles in thread runs: a four-warp walk, which takes its successors from the runs
 # (_launch.successors_from_runs), and a two-warp look-back tile, which keeps the second tile.
+# Float series each row of a tile loads, without optional inputs: rewards, values (and V-trace's log-ratios).
+FLOAT_SERIES = {"gae": 2, "vtrace": 3}
 RUN_SUCCESSOR_BUILDS = [(op, LaunchConfig(block_t, block_n, warps, lookback=warps == 2, latest_first=True,
                                           thread_runs=True))
                         for op in ("gae", "vtrace") for block_t, block_n, warps in ((128, 16, 4), (64, 32, 2))]
@@ -183,7 +185,7 @@ def test_values_one_step_later_cost_one_row_per_thread(sm90_builds, op, config):
     own run of steps but its first, so the float loads are each series' rows, the bootstrap value and
     one row more per thread (a second tile of values would add a load per step)."""
     steps = config.block_t // (_explicit_layout.time_threads(config.block_t, config.num_warps) * config.num_warps)
-    series = {"gae": 2, "vtrace": 3}[op]  # rewards, values (and V-trace's log-ratios), without optional inputs
+    series = FLOAT_SERIES[op]
     loads = float_vector_loads(sm90_builds[(op, config, False)]["ptx"])
     assert loads == series * steps + 1 + 1  # + successor, bootstrap
 
@@ -202,7 +204,7 @@ def test_triton_thread_run_tiles_load_successors_one_row_per_thread(sm90_builds,
     off but for the first row, and ``ptxas`` drops them) are each series' rows, the bootstrap value
     and one row more per thread; where the rule keeps the second tile, one row more per step."""
     steps = config.block_t // _launch.time_threads(config, 4)
-    series = {"gae": 2, "vtrace": 3}[op]  # rewards, values (and V-trace's log-ratios), without optional inputs
+    series = FLOAT_SERIES[op]
     successors = 1 if _launch.successors_from_runs(config, 4, config.lookback) else steps
     sass = sm90_builds[(op, config, False)]["sass"]
     assert steps > 1 and len(re.findall(r"LDG\.E\.128", sass)) == series * steps + successors + 1
