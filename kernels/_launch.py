@@ -104,6 +104,15 @@ ONE_WAVE_WALKS = (3840, 4224)
 # 1.04-1.09x at 8176, 1.03-1.05x at 7168 and 0.94x at 6144 (docs/perf.md, "Successor values from
 # thread runs, V-trace's wide walks").
 FLOAT32_WALKS_FROM = 7680
+# Multiprocessors of the H200. Block shapes of one or two programs per multiprocessor are chosen
+# where their programs fill whole waves (``fills_waves``).
+MULTIPROCESSORS = 132
+# The share of their waves that programs must fill for ``fills_waves``: V-trace's float32 [T, N] walks
+# from 8192 environments 64 x 64 on eight warps (one program per multiprocessor: 255 registers) ran
+# 1.05-1.12x faster than 32 x 32 on two at 8192, 8448, 16384 and 32768 environments (0.97-1.00 of
+# their waves; 8192 x 4096: 207.5 -> 188.2 us, 84% -> 92% of the copy), 0.71x at 10240 (0.61) and
+# 0.79x at 12288 (0.73) (docs/perf.md, "Instructions per element, V-trace's walks by waves").
+FULL_WAVES = 0.95
 
 
 @lru_cache(maxsize=4096)
@@ -191,6 +200,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
       hold runs of consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
       ``wide_scan`` and for float32 with ``successor_rows`` (docs/perf.md, "Thread runs"); float32
+      with ``wide_scan``: 64 x 64 on eight warps where those programs, one per multiprocessor,
+      ``fills_waves``; 16-bit floats with ``wide_scan``: 64 x 32 on four warps while those programs,
+      two per multiprocessor, take one wave (8192-8448 environments on the H200); float32
       with ``deep_walks``: four chunks deep, 64 x 64 on four warps (32 x 64 from 16384 environments;
       docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` (with ``light_steps`` from
       2048 steps): four chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for
@@ -342,6 +354,10 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if N >= walks_from and itemsize <= 4 and aligned_rows:
         if deep_walks and itemsize == 4:
             return LaunchConfig(32 if N >= 16384 else 64, 64, num_warps=4, num_stages=4, thread_runs=True)
+        if wide_scan and itemsize == 4 and fills_waves(triton.cdiv(N, 64), 1):
+            return LaunchConfig(64, 64, num_warps=8, num_stages=3, thread_runs=True)
+        if wide_scan and itemsize == 2 and triton.cdiv(N, 32) <= 2 * MULTIPROCESSORS:
+            return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True)
         if wide_scan or (successor_rows and itemsize == 4):
             return LaunchConfig(32, 32, num_warps=2, num_stages=3, thread_runs=True)
         if long_run_tiles and itemsize == 2 and (t_pow2 >= 2048 or not light_steps):
@@ -383,6 +399,13 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
+
+
+def fills_waves(programs: int, per_multiprocessor: int) -> bool:
+    """Whether ``programs`` programs, ``per_multiprocessor`` at a time on each of the H200's
+    ``MULTIPROCESSORS``, fill at least ``FULL_WAVES`` of the waves they take."""
+    slots = MULTIPROCESSORS * per_multiprocessor
+    return programs >= FULL_WAVES * slots * triton.cdiv(programs, slots)
 
 
 def _tiles_of_64_steps(N: int, itemsize: int, block_n: int, wide_scan: bool, light_steps: bool,

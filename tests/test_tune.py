@@ -133,16 +133,20 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     look-back, pipelined, in tiles whose threads hold runs of consecutive steps: in float32, four
     chunks deep in 64 x 64 tiles on four warps (32 x 64 from 16384 environments) for the kernels
     with ``DEEP_WALKS``; otherwise three chunks deep, 32 x 32 on two warps for V-trace and, in
-    float32, for the kernels that load each step's successor; in 16-bit floats, four chunks deep in
-    128 x 64 tiles on four warps for ``LONG_RUN_TILES`` kernels (the light kernels from 2048 steps,
-    64 x 32 on two warps three chunks deep below); 64 x 64 on four warps otherwise (H200 sweeps).
-    ``[N, T]`` storage, float64, fewer environments and one-chunk sequences keep their tiles."""
+    float32, for the kernels that load each step's successor (V-trace's where its wider walks do not
+    fill their waves: ``test_vtrace_walks_from_8192_environments_by_waves``); in 16-bit floats, four
+    chunks deep in 128 x 64 tiles on four warps for ``LONG_RUN_TILES`` kernels (the light kernels
+    from 2048 steps, 64 x 32 on two warps three chunks deep below); 64 x 64 on four warps otherwise
+    (H200 sweeps). ``[N, T]`` storage, float64, fewer environments and one-chunk sequences keep
+    their tiles."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
     reverse = estimator not in FORWARD_ONLY
-    for N, T in [(8192, 4096), (16383, 2048), (16384, 2048), (32768, 512)]:
+    for N, T in [(8192, 4096), (16383, 2048), (16384, 2048), (32768, 512), (12288, 2048)]:
         for itemsize in (4, 2):
+            if traits["wide_scan"] and N != 12288 and (itemsize == 4 or N == 8192):
+                continue  # V-trace's walks that fill their waves
             small = traits["wide_scan"] or (traits["successor_rows"] and itemsize == 4)
             stages = 3
             if traits["deep_walks"] and itemsize == 4:
@@ -341,6 +345,29 @@ def test_vtrace_walks_from_2048_environments(compiled_block_shapes, estimator):
         for T, N, itemsize in [(4096, 2047, 4), (3000, 3000, 4), (4096, 4096, 2), (4096, 4096, 8), (4096, 8192, 4)]:
             c = launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0)
             assert c not in (narrow, wide), (T, N, itemsize)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_vtrace_walks_from_8192_environments_by_waves(compiled_block_shapes, estimator):
+    """From 8192 environments V-trace walks float32 ``[T, N]`` sequences in 16-aligned rows 64 x 64 on
+    eight warps where those programs, one per multiprocessor of the H200, fill at least
+    ``FULL_WAVES`` of their waves (8192 x 4096: 207.5 -> 188.2 us), and bf16 ones 64 x 32 on four
+    warps while two per multiprocessor take one wave (8192-8448 environments); elsewhere 32 x 32 on
+    two warps (10240 x 2048 float32: 0.71x with the wider tiles). The other kernels keep their walks."""
+    from kernels import LaunchConfig
+
+    launch = compiled_block_shapes
+    wide = LaunchConfig(64, 64, 8, num_stages=3, latest_first=True, thread_runs=True)
+    half = LaunchConfig(64, 32, 4, num_stages=3, latest_first=True, thread_runs=True)
+    narrow = LaunchConfig(32, 32, 2, num_stages=3, latest_first=True, thread_runs=True)
+    cells = [(4096, 8192, 4, wide), (2048, 8448, 4, wide), (1000, 16384, 4, wide), (512, 32768, 4, wide),
+             (2048, 8512, 4, narrow), (2048, 10240, 4, narrow), (2048, 12288, 4, narrow), (4096, 8192, 2, half),
+             (3000, 8448, 2, half), (2048, 8464, 2, narrow), (2048, 16384, 2, narrow)]
+    for T, N, itemsize, tile in cells:
+        c = launch.estimator_config(estimator, T, N, False, itemsize)
+        assert c == tile if estimator == "vtrace" else c not in (wide, half), (T, N, itemsize, c)
+    assert launch.fills_waves(launch.MULTIPROCESSORS, 1) and not launch.fills_waves(launch.MULTIPROCESSORS + 1, 1)
+    assert launch.fills_waves(2 * launch.MULTIPROCESSORS - 13, 1) and not launch.fills_waves(125, 1)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
