@@ -80,6 +80,22 @@ def scalar(hi, lo, DTYPE: tl.constexpr):
     return bits.to(tl.float64, bitcast=True).to(DTYPE)
 
 
+# Whether fast_exp may use the GPU's 2^x instruction (not in the interpreter, which cannot run PTX).
+_GPU_EXP = tl.constexpr(not INTERPRET)
+
+
+@triton.jit
+def fast_exp(x):
+    """``e^x``. In float32 on the GPU ``2^(x log2 e)`` by one ``ex2.approx.ftz`` (relative error about
+    2^-22; results below 2^-126 flush to 0) instead of ``tl.exp``'s six instructions, which keep such
+    results as denormals (sm_90 SASS of V-trace's bf16 walks: 1254 -> 1198 instructions per chunk);
+    ``tl.exp`` in float64 and in the interpreter."""
+    if _GPU_EXP and x.dtype == tl.float32:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * 1.4426950408889634],
+                                         dtype=tl.float32, is_pure=True, pack=1)
+    return tl.exp(x)
+
+
 @triton.jit
 def wide(index):
     """A scalar index as int64, so that ``index * stride`` cannot overflow."""

@@ -46,10 +46,10 @@ EIGHT_WARP_SHORT_TILES = ((4, 128, None), (4, 256, None), (2, 256, None))
 
 
 @triton.jit
-def _retrace_pairs(r, q, expected_next_q, log_rho_succ, terminated, done, mask, not_last, gamma, lam, c_bar):
-    """``(alpha, beta)`` of a tile (module docstring); the identity ``(0, 1)`` where masked."""
+def _retrace_pairs(r, q, expected_next_q, rho_succ, terminated, done, mask, not_last, gamma, lam, c_bar):
+    """``(alpha, beta)`` of a tile (module docstring) from ``rho_{t+1}``; the identity ``(0, 1)`` where masked."""
     alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
-    trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(tl.exp(log_rho_succ), c_bar), 0.0)
+    trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
     return alpha, tl.where(mask, trace, 1.0)
 
 
@@ -123,8 +123,8 @@ def _retrace_kernel(
         done = terminated
         if HAS_TRUNC:
             done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, full_width)
-        alpha, beta = _retrace_pairs(r, q, expected_next_q, log_rho_succ, terminated, done, mask, not_last, gamma,
-                                     lam, c_bar)
+        alpha, beta = _retrace_pairs(r, q, expected_next_q, _scan.fast_exp(log_rho_succ), terminated, done, mask,
+                                     not_last, gamma, lam, c_bar)
         d, carry = _scan.scan_chunk(
             alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
@@ -190,8 +190,8 @@ def _retrace_explicit_kernel(
     done = terminated
     if HAS_TRUNC:
         done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-    alpha, beta = _retrace_pairs(r, q, expected_next_q, log_rho_succ, terminated, done, mask, not_last, gamma, lam,
-                                 c_bar)
+    alpha, beta = _retrace_pairs(r, q, expected_next_q, tl.exp(log_rho_succ), terminated, done, mask, not_last,
+                                 gamma, lam, c_bar)
     d, _ = _explicit_layout.scan_tile(alpha, beta)
     _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 

@@ -133,7 +133,7 @@ def _vtrace_kernel(
         not_last = (t[:, None] + 1 < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
-        rho = tl.exp(_scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC))
+        rho = _scan.fast_exp(_scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC))
         terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
         done = terminated
         if HAS_TRUNC:

@@ -157,6 +157,8 @@ FLOAT_SERIES = {"gae": 2, "vtrace": 3}
 RUN_SUCCESSOR_BUILDS = [(op, LaunchConfig(block_t, block_n, warps, lookback=warps == 2, latest_first=True,
                                           thread_runs=True))
                         for op in ("gae", "vtrace") for block_t, block_n, warps in ((128, 16, 4), (64, 32, 2))]
+# A Triton walk of Retrace's, whose e^x comes from _scan.fast_exp as V-trace's does.
+FAST_EXP_BUILDS = [("retrace", LaunchConfig(32, 32, 2, num_stages=3, latest_first=True, thread_runs=True))]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +172,8 @@ def sm90_builds():
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), env.get("PYTHONPATH", "")])
     jobs = [[op, [*explicit(T, N, op=op).__dict__.values()], options]
             for op, T, N in BUILD_CASES for options in (False, True)]
-    jobs += [[op, [*config.__dict__.values()], False] for op, config in SUCCESSOR_BUILDS + RUN_SUCCESSOR_BUILDS]
+    jobs += [[op, [*config.__dict__.values()], False]
+             for op, config in SUCCESSOR_BUILDS + RUN_SUCCESSOR_BUILDS + FAST_EXP_BUILDS]
     done = subprocess.run([sys.executable, os.path.join(here, "sm90_build.py"), json.dumps(jobs)],
                           capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -208,6 +211,17 @@ def test_triton_thread_run_tiles_load_successors_one_row_per_thread(sm90_builds,
     successors = 1 if _launch.successors_from_runs(config, 4, config.lookback) else steps
     sass = sm90_builds[(op, config, False)]["sass"]
     assert steps > 1 and len(re.findall(r"LDG\.E\.128", sass)) == series * steps + successors + 1
+
+
+@pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("op,config", [build for build in RUN_SUCCESSOR_BUILDS + FAST_EXP_BUILDS if build[0] != "gae"],
+                         ids=lambda x: x if isinstance(x, str) else f"{x.block_t}x{x.block_n}")
+def test_triton_tiles_take_e_to_the_x_by_one_flushing_ex2(sm90_builds, op, config):
+    """``_scan.fast_exp``: V-trace's and Retrace's Triton kernels raise e to the log-ratios by
+    ``ex2.approx.ftz`` alone, not ``tl.exp``'s ``ex2.approx`` that ``ptxas`` wraps in a range check
+    and two rescalings to keep denormal results."""
+    ptx = sm90_builds[(op, config, False)]["ptx"]
+    assert re.search(r"ex2\.approx\.ftz\.f32", ptx) and not re.search(r"ex2\.approx\.f32", ptx)
 
 
 def test_every_estimator_has_a_twin():
