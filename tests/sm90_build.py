@@ -31,6 +31,28 @@ def kernel_of(estimator: str, config: LaunchConfig):
     return _explicit_layout.TWINS[kernel] if config.explicit_layout else kernel
 
 
+def specialisation(kernel, constexprs: dict, float_type: str = "fp32") -> tuple[dict, dict, dict]:
+    """``triton.compile``'s signature, constants and attributes of ``kernel`` as a contiguous ``[T, N]``
+    launch specialises it: its constexprs from ``constexprs`` by name, unit environment strides,
+    16-divisible row strides and pointers, flags as bytes and float series as ``float_type``."""
+    signature, constants, attrs = {}, {}, {}
+    for i, param in enumerate(kernel.params):
+        name = param.name
+        if param.is_constexpr:
+            signature[name], constants[(i,)] = "constexpr", constexprs[name]
+        elif (name.startswith("s_") and name.endswith("_n")) or name in ("s_boot", "s_init"):
+            signature[name], constants[(i,)] = "constexpr", 1
+        elif name.endswith("_ptr") or name in ("ws", "flags"):
+            signature[name] = ("*u8" if name in FLAG_POINTERS else "*i32" if name == "flags"
+                               else "*fp32" if name == "ws" else f"*{float_type}")
+            attrs[(i,)] = [["tt.divisibility", 16]]
+        else:
+            signature[name] = "i32"
+            if name == "N" or (name.startswith("s_") and name.endswith("_t")):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    return signature, constants, attrs
+
+
 def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
     """The kernel as a contiguous float32 ``[T, N]`` launch specialises it (unit environment strides,
     16-divisible row strides and pointers), reverse where it may be."""
@@ -43,20 +65,8 @@ def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
                   NUM_STAGES=config.num_stages, SHUFFLE_TIME=0, LATEST_FIRST=not config.explicit_layout,
                   STARTS_AT=False, REVERSE=True, TIME_THREADS=time_threads,
                   RUN_SUCCESSORS=_launch.successors_from_runs(config, 4, config.lookback))
-    signature, constants, attrs = {}, {}, {}
-    for i, param in enumerate(kernel.params):
-        name = param.name
-        if param.is_constexpr:
-            signature[name], constants[(i,)] = "constexpr", options if name.startswith("HAS_") else values[name]
-        elif (name.startswith("s_") and name.endswith("_n")) or name in ("s_boot", "s_init"):
-            signature[name], constants[(i,)] = "constexpr", 1
-        elif name.endswith("_ptr") or name in ("ws", "flags"):
-            signature[name] = "*u8" if name in FLAG_POINTERS else "*i32" if name == "flags" else "*fp32"
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        else:
-            signature[name] = "i32"
-            if name == "N" or (name.startswith("s_") and name.endswith("_t")):
-                attrs[(i,)] = [["tt.divisibility", 16]]
+    values.update({param.name: options for param in kernel.params if param.name.startswith("HAS_")})
+    signature, constants, attrs = specialisation(kernel, values)
     compiled = triton.compile(source(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": config.num_warps, "num_stages": config.num_stages})

@@ -1,10 +1,11 @@
 """An estimator's fused kernel compiled for sm_90 on a machine without a GPU, as a ``[T, N]`` launch
-specialises it (unit environment strides, 16-divisible row strides and pointers, truncations, no
-``next_values``, one chunk's block shape): per block shape the SASS instruction counts by kind, the
-instructions of its longest loop (a walk's chunk: twenty-second session), the registers and spills
-``ptxas`` reports, and the shared memory. Triton's bundled ``ptxas`` and ``cuobjdump`` do the work;
-for the H200's codegen put Triton 3.6 first on the path (e.g. ``pip install --no-deps --target DIR
-triton==3.6.0``; the figures in docs/perf.md came from that):
+specialises it (``tests/sm90_build.specialisation``: unit environment strides, 16-divisible row
+strides and pointers; truncations, no ``next_values``, one chunk's block shape): per block shape
+the SASS instruction counts by kind, the instructions of its longest loop (a walk's chunk:
+twenty-second session), the registers and spills ``ptxas`` reports, and the shared memory. Triton's
+bundled ``ptxas`` and ``cuobjdump`` do the work; for the H200's codegen put Triton 3.6 first on the
+path (e.g. ``pip install --no-deps --target DIR triton==3.6.0``; the figures in docs/perf.md came
+from that):
 
   PYTHONPATH=DIR:. python docs/bench/run_edges/sass_counts.py 128,16,4,runs 16,32,1,runs 64,64,4,runs,4
   PYTHONPATH=DIR:. python docs/bench/run_edges/sass_counts.py --estimator vtrace --float bf16 32,32,2,runs,3
@@ -13,10 +14,10 @@ Each shape is ``block_t,block_n,warps[,runs][,stages]``; every tile holds its st
 import argparse
 import collections
 import importlib
-import inspect
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
 import triton
@@ -26,31 +27,21 @@ from triton.compiler import ASTSource
 
 from kernels._launch import LaunchConfig, successors_from_runs, time_threads
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests"))
+from sm90_build import specialisation  # noqa: E402
+
 KINDS = ("LDGSTS", "LDG", "STG", "SHFL", "BAR", "LDS", "STS", "FFMA", "FMUL", "FSEL", "ISETP", "IMAD")
-FLAG_POINTERS = ("term_ptr", "trunc_ptr")
 ITEMSIZES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 def compile_kernel(estimator: str, float_type: str, config: LaunchConfig, workdir: str) -> str:
     kernel = getattr(importlib.import_module(f"kernels.{estimator}"), f"_{estimator}_kernel")
-    params = list(inspect.signature(kernel.fn).parameters)
     itemsize = ITEMSIZES[float_type]
-    signature, constants, attrs = {}, {}, {}
     values = dict(HAS_TRUNC=True, HAS_NEXT=False, ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                   LOOKBACK=False, NUM_STAGES=config.num_stages, SHUFFLE_TIME=0, LATEST_FIRST=True,
                   TIME_THREADS=time_threads(config, itemsize) if config.thread_runs else 1,
                   RUN_SUCCESSORS=successors_from_runs(config, itemsize, False))
-    for i, name in enumerate(params):
-        if name in values or (name.startswith("s_") and name.endswith("_n")) or name == "s_boot":
-            signature[name] = "constexpr"
-            constants[(i,)] = values.get(name, 1)
-        elif name.endswith("_ptr") or name in ("ws", "flags"):
-            signature[name] = "*u8" if name in FLAG_POINTERS else "*fp32" if name in ("ws", "flags") else f"*{float_type}"
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        else:
-            signature[name] = "i32"
-            if name == "N" or (name.startswith("s_") and name.endswith("_t")):
-                attrs[(i,)] = [["tt.divisibility", 16]]
+    signature, constants, attrs = specialisation(kernel, values, float_type)
     compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32), options={"num_warps": config.num_warps})
     tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
