@@ -488,14 +488,12 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
 
             us = time_us(call, device, opts.warmup_ms, opts.rep_ms)
             row.update(status="ok", device_us=us, n_input_sets=len(sets))
-            row["gbps"] = row["bytes"] / (us * 1e-6) / 1e9
-            if copy_gbs:
-                row["frac_of_copy"] = row["gbps"] / copy_gbs
             if us <= opts.host_max_us:
                 row["host_us"] = host_us(call, device, opts.host_calls)
             if us <= opts.graph_max_us:
                 floor_us = row["bytes"] / (copy_gbs * 1e9) * 1e6 if copy_gbs else 0.0
                 row["graph_us"] = graph_us(call, device, floor_us, calls=max(GRAPH_CALLS, len(sets)))
+            add_bandwidth(row, copy_gbs)
         except Exception as exc:  # noqa: BLE001 - one failing impl must not kill the run
             row.update(status="error", error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
             if opts.verbose:
@@ -507,6 +505,20 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
     if torch.device(device).type == "cuda" and nbytes > 2**30:
         torch.cuda.empty_cache()
     return rows
+
+
+def add_bandwidth(row: dict, copy_gbs: Optional[float]) -> None:
+    """A timed row's achieved bandwidth, ``bytes`` (inputs read once, outputs written once) per
+    second: ``gbps`` from its do_bench time and, with the copy bandwidth, ``frac_of_copy``; and
+    ``graph_frac_of_copy`` from its CUDA-graph time where it has one, the kernel's own share of the
+    copy at shapes where do_bench also counts host time."""
+    if not row.get("device_us") or not row.get("bytes"):
+        return
+    row["gbps"] = row["bytes"] / (row["device_us"] * 1e-6) / 1e9
+    if copy_gbs:
+        row["frac_of_copy"] = row["gbps"] / copy_gbs
+        if row.get("graph_us"):
+            row["graph_frac_of_copy"] = row["bytes"] / (row["graph_us"] * 1e-6) / 1e9 / copy_gbs
 
 
 def add_ratios(rows: list[dict]) -> None:
@@ -575,7 +587,7 @@ def environment(opts, copy_gbs) -> dict:
 
 
 CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "device_us", "host_us", "graph_us", "gbps",
-              "frac_of_copy", "rel_err", "ref_kind", "speedup_vs_sequential", "speedup_vs_compile",
+              "frac_of_copy", "graph_frac_of_copy", "rel_err", "ref_kind", "speedup_vs_sequential", "speedup_vs_compile",
               "speedup_vs_loop", "graph_speedup_vs_sequential", "graph_speedup_vs_compile", "bytes", "first_call_s", "config", "n_input_sets", "check_envs", "note", "error"]
 
 
@@ -636,16 +648,16 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                  "that baseline. `%copy`: fused GB/s (inputs read once + outputs written once) over the copy. "
                  "`host`: wall us per call, back-to-back (small shapes). `graph`: device-only us per call, "
                  "replayed from a CUDA graph of one call per input set, at least 20 (small shapes; the sets "
-                 "fill three times the L2, so each call reads its inputs from DRAM); `graph x seq`: the "
-                 "speedup on those times (where the host call outlasts do_bench's cache flush, do_bench "
-                 "counts host time too). Shapes are N x T.")
+                 "fill three times the L2, so each call reads its inputs from DRAM); `graph %copy` and "
+                 "`graph x seq`: the share of the copy and the speedup on those times (where the host call "
+                 "outlasts do_bench's cache flush, do_bench counts host time too). Shapes are N x T.")
     lines.append("")
     cells = _groups(rows)
     ests = list(dict.fromkeys(k[0] for k in cells))
     for est in ests:
         lines += [f"## {est}", "",
-                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | graph triton | graph sequential | graph x seq | graph x compile | rel err |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | graph triton | graph %copy | graph sequential | graph x seq | graph x compile | rel err |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for key, impls in cells.items():
             if key[0] != est:
                 continue
@@ -657,7 +669,8 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                 f"| {N}x{T} | {layout} | {dt} | " + " | ".join(_fmt_us(impls.get(i)) for i in IMPLS) + " | "
                 + " | ".join(_fmt_x(tr.get(f"speedup_vs_{b}")) for b in BASELINES)
                 + f" | {_fmt(frac, '{:.0%}')} | {_fmt(tr.get('host_us'), '{:.1f}')}"
-                + f" | {_fmt(tr.get('graph_us'), '{:.1f}')} | {_fmt(impls.get('sequential', {}).get('graph_us'), '{:.1f}')}"
+                + f" | {_fmt(tr.get('graph_us'), '{:.1f}')} | {_fmt(tr.get('graph_frac_of_copy'), '{:.0%}')}"
+                + f" | {_fmt(impls.get('sequential', {}).get('graph_us'), '{:.1f}')}"
                 + f" | {_fmt_x(tr.get('graph_speedup_vs_sequential'))} | {_fmt_x(tr.get('graph_speedup_vs_compile'))}"
                 + f" | {_fmt(max(errs) if errs else None, '{:.0e}')} |")
         lines.append("")
@@ -807,6 +820,8 @@ def parse_args(argv=None):
 def render(path: Path) -> dict:
     """Recompute the ratios of a results.json and rewrite its results.{json,csv,md} (no GPU needed)."""
     data = json.loads(Path(path).read_text())
+    for row in data["rows"]:
+        add_bandwidth(row, data["meta"].get("copy_gbs"))
     add_ratios(data["rows"])
     write_results(Path(path).parent, data["meta"], data["rows"], final=True, plots=False)
     return data

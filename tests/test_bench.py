@@ -133,12 +133,27 @@ def test_ratios_use_device_only_times_where_both_impls_have_them():
     assert "graph_speedup_vs_sequential" not in rows[3]
 
 
+def test_bandwidth_from_do_bench_and_graph_times():
+    """``frac_of_copy`` from do_bench (which counts host time where the call outlasts the device),
+    ``graph_frac_of_copy`` from the device-only graph time, both over the same bytes."""
+    timed, no_graph = _row("triton", 40.0, 5.0, bytes=4_000_000), _row("triton", 40.0, None, bytes=4_000_000)
+    for row in (timed, no_graph):
+        B.add_bandwidth(row, 4000.0)
+    assert timed["gbps"] == pytest.approx(100.0) and timed["frac_of_copy"] == pytest.approx(0.025)
+    assert timed["graph_frac_of_copy"] == pytest.approx(0.2)
+    assert no_graph["frac_of_copy"] == pytest.approx(0.025) and "graph_frac_of_copy" not in no_graph
+    without_copy = _row("triton", 40.0, 5.0, bytes=4_000_000)
+    B.add_bandwidth(without_copy, None)
+    assert without_copy["gbps"] == pytest.approx(100.0) and "frac_of_copy" not in without_copy
+
+
 def test_render_rewrites_the_tables_of_a_finished_run(tmp_path):
-    rows = [_row("triton", 30.0, 5.0), _row("sequential", 40.0, 20.0)]
+    rows = [_row("triton", 30.0, 5.0, bytes=4_000_000), _row("sequential", 40.0, 20.0, bytes=4_000_000)]
     (tmp_path / "results.json").write_text(json.dumps(dict(meta=dict(device_name="H200", copy_gbs=4000.0), rows=rows)))
     B.main(["--render", str(tmp_path / "results.json")])
     md = (tmp_path / "results.md").read_text()
     assert "| 4096x128 | tn | f32 | 30.0 | 40.0 |" in md and "| 4.0x |" in md
+    assert "| 3% | - | 5.0 | 20% | 20.0 | 4.0x |" in md  # %copy, host, graph, graph %copy, graph sequential
     with open(tmp_path / "results.csv") as f:
         assert float(next(csv.DictReader(f))["graph_speedup_vs_sequential"]) == pytest.approx(4.0)
 
