@@ -147,6 +147,16 @@ def test_bandwidth_from_do_bench_and_graph_times():
     assert without_copy["gbps"] == pytest.approx(100.0) and "frac_of_copy" not in without_copy
 
 
+def test_plots_take_device_only_speedups_where_both_impls_have_them():
+    import plot_bench
+
+    rows = [_row("triton", 30.0, 5.0), _row("sequential", 40.0, 20.0), _row("compile", 120.0, None)]
+    B.add_ratios(rows)
+    assert plot_bench.speedup(rows[0], "sequential") == pytest.approx(4.0)  # 20 / 5, not 40 / 30
+    assert plot_bench.speedup(rows[0], "compile") == pytest.approx(4.0)  # do_bench: compile has no graph time
+    assert plot_bench.speedup(rows[0], "loop") is None
+
+
 def test_render_rewrites_the_tables_of_a_finished_run(tmp_path):
     rows = [_row("triton", 30.0, 5.0, bytes=4_000_000), _row("sequential", 40.0, 20.0, bytes=4_000_000)]
     (tmp_path / "results.json").write_text(json.dumps(dict(meta=dict(device_name="H200", copy_gbs=4000.0), rows=rows)))
