@@ -19,22 +19,49 @@ import kernels  # noqa: E402
 
 
 @triton.jit
-def _rows(ptr, top, N, n, n_ok, C: tl.constexpr, FLAG: tl.constexpr):
-    """Steps ``top, top - 1, ..., top - C + 1`` of ``ptr[:, n]`` as a tuple of ``C`` rows, loaded together."""
+def _row(ptr, off, m, FLAG: tl.constexpr):
+    """One step's row of ``ptr`` (a flag as a boolean, a float as float32)."""
+    x = tl.load(ptr + off, mask=m, other=0)
+    return (x != 0) if FLAG else x.to(tl.float32)
+
+
+@triton.jit
+def _step(top, k, N, n, n_ok):
+    """Offsets and mask of step ``top - k`` of the program's environments (none before step 0)."""
+    t = top - k
+    return t.to(tl.int64) * N + n, n_ok & ((n * 0 + t) >= 0)
+
+
+@triton.jit
+def _chunk(floats, flags, top, N, n, n_ok, C: tl.constexpr):
+    """Steps ``top, ..., top - C + 1`` of every input, all loaded before any is used: per input a
+    tuple of ``C`` rows (the floats, then the flags)."""
     rows = ()
-    for k in tl.static_range(C):
-        t = top - k
-        m = n_ok & ((n * 0 + t) >= 0)
-        x = tl.load(ptr + (t.to(tl.int64) * N + n), mask=m, other=0)
-        rows = rows + ((x != 0) if FLAG else x.to(tl.float32),)
+    for j in tl.static_range(len(floats) + len(flags)):
+        steps = ()
+        for k in tl.static_range(C):
+            off, m = _step(top, k, N, n, n_ok)
+            if j < len(floats):
+                steps = steps + (_row(floats[j], off, m, False),)
+            else:
+                steps = steps + (_row(flags[j - len(floats)], off, m, True),)
+        rows = rows + (steps,)
     return rows
 
 
 @triton.jit
-def _step(ptr, off, m, FLAG: tl.constexpr):
-    """One step's row of ``ptr``, loaded where it is used."""
-    x = tl.load(ptr + off, mask=m, other=0)
-    return (x != 0) if FLAG else x.to(tl.float32)
+def _inputs(floats, flags, chunk, k, off, m, ROWS_FIRST: tl.constexpr):
+    """Step ``k`` of the chunk, every input: from ``chunk`` (``ROWS_FIRST``), or loaded here, where the
+    step uses them."""
+    values = ()
+    for j in tl.static_range(len(floats) + len(flags)):
+        if ROWS_FIRST:
+            values = values + (chunk[j][k],)
+        elif j < len(floats):
+            values = values + (_row(floats[j], off, m, False),)
+        else:
+            values = values + (_row(flags[j - len(floats)], off, m, True),)
+    return values
 
 
 @triton.jit
@@ -44,24 +71,15 @@ def _gae_lane(r_ptr, v_ptr, term_ptr, trunc_ptr, boot_ptr, adv_ptr, ret_ptr, T, 
     n_ok = n < N
     v_after = tl.load(boot_ptr + n, mask=n_ok).to(tl.float32)
     adv = tl.zeros([BLOCK_N], tl.float32)
-    gl_ = gamma * lam
+    floats, flags = (r_ptr, v_ptr), (term_ptr, trunc_ptr)
     for i in tl.range(0, tl.cdiv(T, C), num_stages=NUM_STAGES):
         top = T - 1 - i * C
-        rs = _rows(r_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, False)
-        vs = _rows(v_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, False)
-        terms = _rows(term_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, True)
-        truncs = _rows(trunc_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, True)
+        chunk = _chunk(floats, flags, top, N, n, n_ok, C if ROWS_FIRST else 0)
         for k in tl.static_range(C):
-            t = top - k
-            m = n_ok & ((n * 0 + t) >= 0)
-            off = t.to(tl.int64) * N + n
-            if ROWS_FIRST:
-                r, v, term, trunc = rs[k], vs[k], terms[k], truncs[k]
-            else:
-                r, v, term, trunc = _step(r_ptr, off, m, False), _step(v_ptr, off, m, False), \
-                    _step(term_ptr, off, m, True), _step(trunc_ptr, off, m, True)
+            off, m = _step(top, k, N, n, n_ok)
+            r, v, term, trunc = _inputs(floats, flags, chunk, k, off, m, ROWS_FIRST)
             delta = r + gamma * tl.where(term, 0.0, v_after) - v
-            adv = delta + tl.where(term | trunc, 0.0, gl_) * adv
+            adv = delta + tl.where(term | trunc, 0.0, gamma * lam) * adv
             tl.store(adv_ptr + off, adv.to(adv_ptr.dtype.element_ty), mask=m)
             tl.store(ret_ptr + off, (adv + v).to(ret_ptr.dtype.element_ty), mask=m)
             v_after = v
@@ -75,22 +93,13 @@ def _vtrace_lane(r_ptr, v_ptr, lr_ptr, term_ptr, trunc_ptr, boot_ptr, vs_ptr, pg
     n_ok = n < N
     v_after = tl.load(boot_ptr + n, mask=n_ok).to(tl.float32)
     diff = tl.zeros([BLOCK_N], tl.float32)
+    floats, flags = (r_ptr, v_ptr, lr_ptr), (term_ptr, trunc_ptr)
     for i in tl.range(0, tl.cdiv(T, C), num_stages=NUM_STAGES):
         top = T - 1 - i * C
-        rs = _rows(r_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, False)
-        vals = _rows(v_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, False)
-        lrs = _rows(lr_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, False)
-        terms = _rows(term_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, True)
-        truncs = _rows(trunc_ptr, top, N, n, n_ok, C if ROWS_FIRST else 0, True)
+        chunk = _chunk(floats, flags, top, N, n, n_ok, C if ROWS_FIRST else 0)
         for k in tl.static_range(C):
-            t = top - k
-            m = n_ok & ((n * 0 + t) >= 0)
-            off = t.to(tl.int64) * N + n
-            if ROWS_FIRST:
-                r, v, lr, term, trunc = rs[k], vals[k], lrs[k], terms[k], truncs[k]
-            else:
-                r, v, lr = _step(r_ptr, off, m, False), _step(v_ptr, off, m, False), _step(lr_ptr, off, m, False)
-                term, trunc = _step(term_ptr, off, m, True), _step(trunc_ptr, off, m, True)
+            off, m = _step(top, k, N, n, n_ok)
+            r, v, lr, term, trunc = _inputs(floats, flags, chunk, k, off, m, ROWS_FIRST)
             rho = tl.exp(lr)
             kept = tl.where(term | trunc, 0.0, diff)
             boot = r + gamma * tl.where(term, 0.0, v_after)
