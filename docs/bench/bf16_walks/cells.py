@@ -34,5 +34,4 @@ H.PLANS["waves"] = [("vtrace", *cell) for cell in WAVE_CELLS]
 H.PLANS["instructions"] = [(est, *cell) for est in ("gae", "vtrace", "retrace") for cell in INSTRUCTION_CELLS]
 
 if __name__ == "__main__":
-    warm = sys.argv[4:5] == ["warm"]
-    H.main(sys.argv[1], sys.argv[2], sys.argv[3], warm, *(int(a) for a in sys.argv[5:7]))
+    H.cli(sys.argv[1:])

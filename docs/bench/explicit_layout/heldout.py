@@ -67,6 +67,11 @@ def main(plan: str, tag: str, out: str, warm: bool, shard: int = 0, shards: int 
     print(f"done in {time.time() - start:.0f} s", flush=True)
 
 
+def cli(argv: list) -> None:
+    """``main`` from the command line ``PLAN TAG OUT.json [warm SHARD SHARDS]`` (also the scripts
+    that add plans of their own to ``PLANS``)."""
+    main(argv[0], argv[1], argv[2], argv[3:4] == ["warm"], *(int(a) for a in argv[4:6]))
+
+
 if __name__ == "__main__":
-    warm = sys.argv[4:5] == ["warm"]
-    main(sys.argv[1], sys.argv[2], sys.argv[3], warm, *(int(a) for a in sys.argv[5:7]))
+    cli(sys.argv[1:])

@@ -26,5 +26,4 @@ H.PLANS["wide_walks"] = [("vtrace", T, N, "f32") for T, N in
                           (4000, 8176), (2000, 6000), (3000, 6384), (1500, 4096))]
 
 if __name__ == "__main__":
-    warm = sys.argv[4:5] == ["warm"]
-    H.main(sys.argv[1], sys.argv[2], sys.argv[3], warm, *(int(a) for a in sys.argv[5:7]))
+    H.cli(sys.argv[1:])

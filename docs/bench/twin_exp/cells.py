@@ -18,5 +18,4 @@ CELLS = [(128, 4096, "f32"), (128, 2048, "f32"), (64, 4096, "f32"), (100, 2400, 
 H.PLANS["twins"] = [(est, *cell) for est in ("vtrace", "retrace") for cell in CELLS]
 
 if __name__ == "__main__":
-    warm = sys.argv[4:5] == ["warm"]
-    H.main(sys.argv[1], sys.argv[2], sys.argv[3], warm, *(int(a) for a in sys.argv[5:7]))
+    H.cli(sys.argv[1:])
