@@ -9,7 +9,13 @@ traces and episodic sums on six such cells of 65-128 steps (both eighteenth sess
 shape (``default``) against explicit tiles of 2 and 4 environments per thread on 4, 8 and 16 warps;
 ``partial``: the kernels without eight-warp tiles on 129-256 steps (T a multiple of 16 or not), the
 same tiles on 4 and 8 warps; ``partial_short``: the same on 33-127 steps; ``partial_unaligned``: the
-light kernels' rows not 16 elements apart, 129-256 steps (the last nine cells held out).
+light kernels' rows not 16 elements apart, 129-256 steps (the last nine cells held out);
+``eight_envs`` (twenty-fourth session): GAE, V-trace, Retrace, lambda and discounted returns on 16-aligned
+sequences of 64-256 steps, the kernels' own block shape against tiles of 4 and 8 environments per thread
+on 4 and 8 warps; ``walk_edge``: every estimator's float32 sequences of 100-256 steps from 4096 to 32768
+environments (where the walks start), the kernels' own block shape against tiles of 2 and 4 environments
+per thread on 4 and 8 warps; ``walk_edge_bf16``: bf16 sequences of 64-256 steps from 2048 to 32768
+environments, tiles of 4 and 8 per thread.
 
   python docs/bench/explicit_layout/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 
@@ -55,12 +61,21 @@ PLANS = {
     "partial_unaligned": [(est, T, N, "f32") for est in ("eligibility_traces", "episodic_prefix_sum")
                           for T, N in list(itertools.product((136, 150, 200, 224, 250, 256), (1000, 2500, 6004)))
                           + list(itertools.product((140, 175, 230), (1500, 3000, 9000)))],
+    "eight_envs": [(est, T, N, dtype) for est in ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns")
+                   for T, N, dtype in [(T, N, "f32") for T, N in itertools.product((64, 128, 256), (2048, 4096, 8192, 16384))
+                                       if T * N <= 2**21] + [(128, 4096, "bf16"), (128, 8192, "bf16")]],
+    "walk_edge": [(est, T, N, "f32") for est in B.SPECS
+                  for T, N in itertools.product((100, 128, 200, 256), (4096, 6144, 8192, 12288, 16384, 24576, 32768))],
+    "walk_edge_bf16": [(est, T, N, "bf16") for est in B.SPECS
+                       for T, N in itertools.product((64, 128, 256), (2048, 4096, 8192, 16384, 32768))],
 }
 # Plans timed against the kernels' own block shape (not the Triton rule's), and the explicit tiles
 # they try: (environments per thread, warps).
 FOUR_AND_EIGHT_WARPS = ((2, 4), (4, 4), (2, 8), (4, 8))
 AGAINST_DEFAULT = {"warps": FOUR_AND_EIGHT_WARPS + ((4, 16),), "partial": FOUR_AND_EIGHT_WARPS,
-                   "partial_short": FOUR_AND_EIGHT_WARPS, "partial_unaligned": FOUR_AND_EIGHT_WARPS}
+                   "partial_short": FOUR_AND_EIGHT_WARPS, "partial_unaligned": FOUR_AND_EIGHT_WARPS,
+                   "eight_envs": ((4, 4), (8, 4), (4, 8), (8, 8)), "walk_edge": FOUR_AND_EIGHT_WARPS,
+                   "walk_edge_bf16": ((4, 4), (8, 4), (4, 8), (8, 8))}
 
 
 def explicit_configs(T: int, tiles=((2, 4), (4, 4))) -> dict:
