@@ -250,18 +250,21 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
     steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
-    (``SHORT_WALKS_FROM``), four environments per thread from 2048 environments and two below (on
+    (:func:`short_tiles_below`), four environments per thread from 2048 environments and two below (on
     four warps: two for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with
-    ``wide_scan``, whose tiles measured slower or spilled); in other rows two per thread at 33-64 steps, and with
+    ``wide_scan``, whose tiles measured slower or spilled), and 16-bit floats of 65-256 steps eight from
+    8192 environments (16-byte vectors, as float32's four; not ``wide_scan``; docs/perf.md, "Eight
+    environments per thread, the short tiles' edges"); in other rows two per thread at 33-64 steps, and with
     ``light_steps`` at 129-256 steps and at 65-128 from 2048 environments. ``None`` elsewhere.
 
     In 16-aligned rows, tiles that ``eight_warp_short_tiles`` lists take eight warps along time
-    instead of four, half the steps per thread (V-trace, Retrace, discounted returns; GAE and lambda
-    returns below 4096 environments; docs/perf.md, "Eight-warp short tiles"): its entries are
+    instead of four, half the steps per thread (V-trace, Retrace, discounted returns; GAE; lambda
+    returns' float32 below 4096 environments; docs/perf.md, "Eight-warp short tiles", and "Eight
+    environments per thread, the short tiles' edges" for GAE from 4096 and 16-bit lambda returns): its entries are
     ``(itemsize, length, fewer environments than)``, the length T rounded up to a power of two, the
     bound ``None`` for any. So do float32 sequences of 129-255 steps not a multiple of 16 with
     ``light_steps``. Eight-warp tiles hold four environments per thread from 2048 environments and
-    two below, ``wide_scan`` and ``narrow_short_tiles`` alike."""
+    two below (16-bit floats' eight from 8192, as above), ``wide_scan`` and ``narrow_short_tiles`` alike."""
     t_pow2 = max(8, triton.next_power_of_2(T))
     listed = any((size, length) == (itemsize, t_pow2) and (below is None or N < below)
                  for size, length, below in eight_warp_short_tiles)
@@ -271,11 +274,23 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
         return None
     if t_pow2 <= 32:
         return explicit_tile(T, 2) if N >= 128 or t_pow2 > 8 else None
-    if aligned_rows and N * max(t_pow2, 128) < SHORT_WALKS_FROM:
+    if aligned_rows and N * max(t_pow2, 128) < short_tiles_below(itemsize, wide_scan, light_steps):
         wide = N >= 2048 and (eight_warps or not (narrow_short_tiles and t_pow2 == 256))
-        return explicit_tile(T, 4 if wide else 2, 8 if eight_warps else 4)
+        sixteen_byte_runs = itemsize == 2 and t_pow2 >= 128 and N >= 8192 and not wide_scan
+        return explicit_tile(T, 8 if sixteen_byte_runs else 4 if wide else 2, 8 if eight_warps else 4)
     unaligned = not aligned_rows and (t_pow2 == 64 or (light_steps and (t_pow2 == 256 or N >= 2048)))
     return explicit_tile(T, 2) if unaligned else None
+
+
+def short_tiles_below(itemsize: int, wide_scan: bool, light_steps: bool) -> int:
+    """Elements (as ``SHORT_WALKS_FROM`` counts them) below which 16-aligned ``[T, N]`` sequences of
+    33-256 steps are held whole in explicit-layout tiles rather than walked: ``SHORT_WALKS_FROM``,
+    twice that for 16-bit floats (half the bytes) and for ``light_steps`` kernels, whose whole-sequence
+    tiles measured 1.07-1.77x faster than the walks up to there (H200; not ``wide_scan``: V-trace's
+    16-bit tiles lost to its walks there; docs/perf.md, "Eight environments per thread, the short
+    tiles' edges")."""
+    doubled = light_steps or (itemsize == 2 and not wide_scan)
+    return SHORT_WALKS_FROM * (2 if doubled else 1)
 
 
 def explicit_tile(T: int, envs_per_thread: int, num_warps: int = 4) -> LaunchConfig:

@@ -38,10 +38,10 @@ PAIRED_ROWS = True
 # Float32 [N, T] rows of 2049-4096 steps from 128 to 511 environments, one per program: 16 warps
 # instead of 8 (_launch.choose_config).
 SIXTEEN_WARP_ROWS = True
-# Float32 [T, N] sequences of 129-256 steps below 4096 environments held whole in explicit-layout tiles:
+# [T, N] sequences of 129-256 steps held whole in explicit-layout tiles (16- and 32-bit floats):
 # eight warps along time instead of four, at these (float bytes, tile length, fewer environments than)
 # (_launch.choose_config).
-EIGHT_WARP_SHORT_TILES = ((4, 256, 4096),)
+EIGHT_WARP_SHORT_TILES = ((4, 256, None), (2, 256, None))
 
 
 @triton.jit

@@ -29,10 +29,10 @@ PIPELINED_WALKS = False
 PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
-# Float32 [T, N] sequences of 129-256 steps below 4096 environments held whole in explicit-layout tiles:
+# [T, N] sequences of 129-256 steps held whole in explicit-layout tiles (float32 below 4096 environments, 16-bit floats):
 # eight warps along time instead of four, at these (float bytes, tile length, fewer environments than)
 # (_launch.choose_config).
-EIGHT_WARP_SHORT_TILES = ((4, 256, 4096),)
+EIGHT_WARP_SHORT_TILES = ((4, 256, 4096), (2, 256, None))
 
 
 @triton.jit

@@ -32,7 +32,7 @@ def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: s
 
 
 @pytest.mark.parametrize("op,T,N,block_t,block_n", [
-    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("gae", 200, 4096, 256, 16), ("gae", 33, 3000, 64, 8),
+    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("lambda_returns", 200, 4096, 256, 16), ("gae", 33, 3000, 64, 8),
     ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32), ("gae", 5, 200, 8, 64),
     ("gae", 1, 4096, 8, 64), ("discounted_returns", 128, 4096, 128, 16), ("retrace", 64, 1024, 64, 8),
     ("linear_scan", 256, 4096, 256, 16), ("eligibility_traces", 80, 30002, 128, 8),
@@ -51,20 +51,39 @@ def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t,
     ("vtrace", 128, 4096, 4, 128, 16, 8), ("vtrace", 100, 1024, 4, 128, 8, 8), ("vtrace", 200, 2048, 4, 256, 16, 8),
     ("vtrace", 256, 128, 2, 256, 8, 8), ("vtrace", 100, 4096, 2, 128, 16, 8), ("retrace", 128, 4096, 4, 128, 16, 8),
     ("retrace", 65, 2000, 4, 128, 8, 8), ("retrace", 256, 2048, 4, 256, 16, 8), ("retrace", 129, 4096, 2, 256, 16, 8),
-    ("retrace", 128, 8192, 2, 128, 16, 4), ("discounted_returns", 200, 4096, 4, 256, 16, 8),
+    ("retrace", 128, 8192, 2, 128, 32, 4), ("discounted_returns", 200, 4096, 4, 256, 16, 8),
     ("discounted_returns", 256, 1024, 2, 256, 8, 8), ("discounted_returns", 128, 4096, 4, 128, 16, 4),
-    ("gae", 200, 1024, 4, 256, 8, 8), ("gae", 256, 3072, 4, 256, 16, 8), ("gae", 256, 4096, 4, 256, 16, 4),
-    ("gae", 128, 1024, 4, 128, 8, 4), ("gae", 200, 1024, 2, 256, 8, 4), ("lambda_returns", 130, 1536, 4, 256, 8, 8),
+    ("gae", 200, 1024, 4, 256, 8, 8), ("gae", 256, 3072, 4, 256, 16, 8), ("gae", 256, 4096, 4, 256, 16, 8),
+    ("gae", 200, 6144, 4, 256, 16, 8), ("gae", 128, 1024, 4, 128, 8, 4), ("gae", 200, 1024, 2, 256, 8, 8),
+    ("lambda_returns", 256, 2048, 2, 256, 16, 8), ("lambda_returns", 256, 4096, 4, 256, 16, 4), ("lambda_returns", 130, 1536, 4, 256, 8, 8),
     ("lambda_returns", 230, 6000, 4, 256, 16, 4), ("eligibility_traces", 200, 6144, 4, 256, 16, 8),
     ("episodic_prefix_sum", 130, 1024, 4, 256, 8, 8), ("episodic_prefix_sum", 224, 2048, 4, 256, 16, 4),
     ("eligibility_traces", 200, 2048, 2, 256, 16, 4), ("eligibility_traces", 100, 4096, 4, 128, 16, 4),
     ("linear_scan", 200, 1024, 4, 256, 8, 4)])
 def test_short_tiles_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps):
     """Eight warps along time, in 16-aligned rows short of the walks, for V-trace at 65-256 steps,
-    Retrace at 65-256 (16-bit floats 129-256), discounted returns at 129-256, GAE and lambda returns
-    at 129-256 in float32 below 4096 environments, and eligibility traces and episodic sums at
+    Retrace at 65-256 (16-bit floats 129-256), discounted returns and GAE at 129-256, lambda returns
+    at 129-256 (float32 below 4096 environments), and eligibility traces and episodic sums at
     129-255 float32 steps not a multiple of 16; two environments per thread below 2048 environments
-    and four from (docs/perf.md, "Eight-warp short tiles"). Four warps elsewhere."""
+    and four from (docs/perf.md, "Eight-warp short tiles"; "Eight environments per thread, the short
+    tiles' edges"). Four warps elsewhere."""
+    config = explicit(T, N, itemsize, aligned_rows=True, op=op)
+    assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
+
+
+@pytest.mark.parametrize("op,T,N,itemsize,block_t,block_n,warps", [
+    ("gae", 128, 8192, 2, 128, 32, 4), ("gae", 128, 16384, 2, 128, 32, 4), ("gae", 256, 8192, 2, 256, 32, 8),
+    ("retrace", 200, 12000, 2, 256, 32, 8), ("discounted_returns", 100, 8192, 2, 128, 32, 4),
+    ("linear_scan", 256, 8192, 2, 256, 32, 4), ("episodic_prefix_sum", 128, 16384, 2, 128, 32, 4),
+    ("lambda_returns", 64, 16384, 2, 64, 16, 4), ("gae", 128, 4096, 2, 128, 16, 4),
+    ("vtrace", 128, 8192, 2, 128, 16, 8), ("eligibility_traces", 256, 8192, 4, 256, 16, 4),
+    ("episodic_prefix_sum", 200, 12288, 4, 256, 16, 8), ("eligibility_traces", 128, 16384, 4, 128, 16, 4),
+    ("eligibility_traces", 100, 24576, 4, 128, 16, 4)])
+def test_short_tiles_to_the_walks_edge(op, T, N, itemsize, block_t, block_n, warps):
+    """16-bit floats and the light kernels hold whole sequences to twice ``SHORT_WALKS_FROM``
+    elements (not V-trace's 16-bit floats), and 16-bit floats of 65-256 steps take eight
+    environments per thread from 8192 environments (not V-trace; docs/perf.md, "Eight environments
+    per thread, the short tiles' edges")."""
     config = explicit(T, N, itemsize, aligned_rows=True, op=op)
     assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
 
@@ -73,7 +92,10 @@ def test_short_tiles_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps)
     ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
     ("gae", 128, 1000, 4, False), ("linear_scan", 200, 3000, 4, False), ("episodic_prefix_sum", 100, 1500, 4, False),
     ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
-    ("vtrace", 200, 2000, 4, False), ("vtrace", 256, 8192, 2, True), ("retrace", 100, 16384, 4, True)])
+    ("vtrace", 200, 2000, 4, False), ("vtrace", 256, 8192, 2, True), ("retrace", 100, 16384, 4, True),
+    ("vtrace", 128, 16384, 2, True), ("gae", 128, 32768, 2, True), ("gae", 256, 16384, 2, True),
+    ("eligibility_traces", 128, 32768, 4, True), ("episodic_prefix_sum", 256, 16384, 2, True),
+    ("lambda_returns", 200, 8192, 4, True)])
 def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(op, T, N, itemsize, aligned):
     """Past the walks' threshold, past 256 steps, 65-256 steps in unaligned rows (the light kernels:
     65-128 steps below 2048 environments), 8 steps below 128 environments and float64 keep the
@@ -130,14 +152,17 @@ def twin_case_id(case) -> str:
 @pytest.mark.parametrize("T,N", [(1, 7), (13, 333), (32, 4096), (50, 1000), (128, 4096), (200, 16), (256, 8191)])
 @pytest.mark.parametrize("twin_case", TWIN_CASES, ids=twin_case_id)
 def test_twin_matches_the_reference(twin_case, T, N, dtype):
-    """Every twin, in both widths of its block shape on four and eight warps, with and without its
-    optional inputs, partial tiles in time and environments, float32 and bf16; and once with every
-    series a strided view."""
+    """Every twin, in both widths of its block shape on four and eight warps (bf16 also eight
+    environments per thread), with and without its optional inputs, partial tiles in time and
+    environments, float32 and bf16; and once with every series a strided view."""
     op, kw = twin_case
     case = make_inputs(op, T, N, seed=zlib.crc32(repr((twin_case, T, N, dtype)).encode()), dtype=dtype, **kw)
     ref = call(R, upcast(case))
     strided = case.map(lambda _, x: x.repeat_interleave(2, dim=-1)[..., ::2] if x.dim() == 2 else x)
-    for inputs, envs_per_thread, warps in ((case, 2, 4), (case, 4, 4), (strided, 2, 4), (case, 2, 8), (case, 4, 8)):
+    widths = ((case, 2, 4), (case, 4, 4), (strided, 2, 4), (case, 2, 8), (case, 4, 8))
+    if dtype == torch.bfloat16:  # 16-byte runs of environments (_launch._explicit_short_tile)
+        widths += ((case, 8, 4), (case, 8, 8))
+    for inputs, envs_per_thread, warps in widths:
         out = call(kernels, inputs, config=_launch.explicit_tile(T, envs_per_thread, warps))
         for o, r in zip(out, ref):
             assert o.dtype == dtype
