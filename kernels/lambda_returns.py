@@ -29,9 +29,9 @@ PIPELINED_WALKS = False
 PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
-# [T, N] sequences of 129-256 steps held whole in explicit-layout tiles (float32 below 4096 environments, 16-bit floats):
-# eight warps along time instead of four, at these (float bytes, tile length, fewer environments than)
-# (_launch.choose_config).
+# [T, N] sequences of 129-256 steps held whole in explicit-layout tiles (float32 below 4096
+# environments, 16-bit floats at any): eight warps along time instead of four, at these (float
+# bytes, tile length, fewer environments than) (_launch.choose_config).
 EIGHT_WARP_SHORT_TILES = ((4, 256, 4096), (2, 256, None))
 
 

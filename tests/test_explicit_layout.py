@@ -32,10 +32,10 @@ def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: s
 
 
 @pytest.mark.parametrize("op,T,N,block_t,block_n", [
-    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("lambda_returns", 200, 4096, 256, 16), ("gae", 33, 3000, 64, 8),
-    ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32), ("gae", 5, 200, 8, 64),
-    ("gae", 1, 4096, 8, 64), ("discounted_returns", 128, 4096, 128, 16), ("retrace", 64, 1024, 64, 8),
-    ("linear_scan", 256, 4096, 256, 16), ("eligibility_traces", 80, 30002, 128, 8),
+    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("lambda_returns", 200, 4096, 256, 16),
+    ("gae", 33, 3000, 64, 8), ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32),
+    ("gae", 5, 200, 8, 64), ("gae", 1, 4096, 8, 64), ("discounted_returns", 128, 4096, 128, 16),
+    ("retrace", 64, 1024, 64, 8), ("linear_scan", 256, 4096, 256, 16), ("eligibility_traces", 80, 30002, 128, 8),
     ("episodic_prefix_sum", 256, 1000, 256, 8), ("episodic_prefix_sum", 128, 2500, 128, 8),
     ("vtrace", 64, 3000, 64, 8)])
 def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t, block_n):
@@ -55,7 +55,8 @@ def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t,
     ("discounted_returns", 256, 1024, 2, 256, 8, 8), ("discounted_returns", 128, 4096, 4, 128, 16, 4),
     ("gae", 200, 1024, 4, 256, 8, 8), ("gae", 256, 3072, 4, 256, 16, 8), ("gae", 256, 4096, 4, 256, 16, 8),
     ("gae", 200, 6144, 4, 256, 16, 8), ("gae", 128, 1024, 4, 128, 8, 4), ("gae", 200, 1024, 2, 256, 8, 8),
-    ("lambda_returns", 256, 2048, 2, 256, 16, 8), ("lambda_returns", 256, 4096, 4, 256, 16, 4), ("lambda_returns", 130, 1536, 4, 256, 8, 8),
+    ("lambda_returns", 256, 2048, 2, 256, 16, 8), ("lambda_returns", 256, 4096, 4, 256, 16, 4),
+    ("lambda_returns", 130, 1536, 4, 256, 8, 8),
     ("lambda_returns", 230, 6000, 4, 256, 16, 4), ("eligibility_traces", 200, 6144, 4, 256, 16, 8),
     ("episodic_prefix_sum", 130, 1024, 4, 256, 8, 8), ("episodic_prefix_sum", 224, 2048, 4, 256, 16, 4),
     ("eligibility_traces", 200, 2048, 2, 256, 16, 4), ("eligibility_traces", 100, 4096, 4, 128, 16, 4),

@@ -62,7 +62,8 @@ PLANS = {
                           for T, N in list(itertools.product((136, 150, 200, 224, 250, 256), (1000, 2500, 6004)))
                           + list(itertools.product((140, 175, 230), (1500, 3000, 9000)))],
     "eight_envs": [(est, T, N, dtype) for est in ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns")
-                   for T, N, dtype in [(T, N, "f32") for T, N in itertools.product((64, 128, 256), (2048, 4096, 8192, 16384))
+                   for T, N, dtype in [(T, N, "f32") for T, N in itertools.product((64, 128, 256),
+                                                                                    (2048, 4096, 8192, 16384))
                                        if T * N <= 2**21] + [(128, 4096, "bf16"), (128, 8192, "bf16")]],
     "walk_edge": [(est, T, N, "f32") for est in B.SPECS
                   for T, N in itertools.product((100, 128, 200, 256), (4096, 6144, 8192, 12288, 16384, 24576, 32768))],
