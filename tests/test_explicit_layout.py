@@ -89,6 +89,18 @@ def test_short_tiles_to_the_walks_edge(op, T, N, itemsize, block_t, block_n, war
     assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
 
 
+@pytest.mark.parametrize("op,T,N", [("gae", 180, 5000), ("gae", 136, 1000), ("gae", 256, 30002), ("retrace", 200, 2500),
+                                     ("retrace", 250, 12008), ("vtrace", 200, 6004), ("vtrace", 129, 4100)])
+def test_unaligned_rows_of_the_heavier_kernels_take_eight_warp_tiles(op, T, N):
+    """Float32 rows not 16 elements apart, 129-256 steps: GAE and Retrace on eight warps, two
+    environments per thread, V-trace from 4096 environments (docs/perf.md, "Eight environments per
+    thread, the short tiles' edges"); V-trace below, bf16 and the other kernels keep their tiles."""
+    assert explicit(T, N, 4, aligned_rows=False, op=op) == LaunchConfig(256, 8, 8, explicit_layout=True)
+    assert not explicit(T, N, 2, aligned_rows=False, op=op).explicit_layout
+    assert not explicit(T, 2500, 4, aligned_rows=False, op="vtrace").explicit_layout
+    assert not explicit(T, N, 4, aligned_rows=False, op="lambda_returns").explicit_layout
+
+
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [
     ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
     ("gae", 128, 1000, 4, False), ("linear_scan", 200, 3000, 4, False), ("episodic_prefix_sum", 100, 1500, 4, False),

@@ -15,7 +15,9 @@ sequences of 64-256 steps, the kernels' own block shape against tiles of 4 and 8
 on 4 and 8 warps; ``walk_edge``: every estimator's float32 sequences of 100-256 steps from 4096 to 32768
 environments (where the walks start), the kernels' own block shape against tiles of 2 and 4 environments
 per thread on 4 and 8 warps; ``walk_edge_bf16``: bf16 sequences of 64-256 steps from 2048 to 32768
-environments, tiles of 4 and 8 per thread.
+environments, tiles of 4 and 8 per thread; ``unaligned_heavy``: GAE, V-trace, Retrace, lambda and
+discounted returns and ``linear_scan`` on rows not 16 elements apart, 136-256 steps, 1000-12008
+environments, tiles of 2 and 4 per thread on 4 and 8 warps.
 
   python docs/bench/explicit_layout/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 
@@ -69,6 +71,9 @@ PLANS = {
                   for T, N in itertools.product((100, 128, 200, 256), (4096, 6144, 8192, 12288, 16384, 24576, 32768))],
     "walk_edge_bf16": [(est, T, N, "bf16") for est in B.SPECS
                        for T, N in itertools.product((64, 128, 256), (2048, 4096, 8192, 16384, 32768))],
+    "unaligned_heavy": [(est, T, N, "f32") for est in ("gae", "vtrace", "retrace", "lambda_returns",
+                                                       "discounted_returns", "linear_scan")
+                        for T, N in itertools.product((136, 180, 200, 256), (1000, 2500, 5000, 6004, 12008))],
 }
 # Plans timed against the kernels' own block shape (not the Triton rule's), and the explicit tiles
 # they try: (environments per thread, warps).
@@ -76,7 +81,7 @@ FOUR_AND_EIGHT_WARPS = ((2, 4), (4, 4), (2, 8), (4, 8))
 AGAINST_DEFAULT = {"warps": FOUR_AND_EIGHT_WARPS + ((4, 16),), "partial": FOUR_AND_EIGHT_WARPS,
                    "partial_short": FOUR_AND_EIGHT_WARPS, "partial_unaligned": FOUR_AND_EIGHT_WARPS,
                    "eight_envs": ((4, 4), (8, 4), (4, 8), (8, 8)), "walk_edge": FOUR_AND_EIGHT_WARPS,
-                   "walk_edge_bf16": ((4, 4), (8, 4), (4, 8), (8, 8))}
+                   "walk_edge_bf16": ((4, 4), (8, 4), (4, 8), (8, 8)), "unaligned_heavy": FOUR_AND_EIGHT_WARPS}
 
 
 def explicit_configs(T: int, tiles=((2, 4), (4, 4))) -> dict:

@@ -4,7 +4,10 @@ rules before and after compare process against process (``../explicit_layout/hel
 measurement: float64 reference first, then device time per call replayed from a CUDA graph, each
 call reading its own input set, two rounds).
 
-  PYTHONPATH=<kernels version>:. python docs/bench/walk_edge/cells.py edge TAG OUT.json [warm SHARD SHARDS]
+PLAN ``unaligned``: GAE, V-trace and Retrace (lambda returns as a control) on float32 rows not 16
+elements apart, 129-256 steps (their eight-warp tiles there), and one bf16 cell.
+
+  PYTHONPATH=<kernels version>:. python docs/bench/walk_edge/cells.py edge|unaligned TAG OUT.json [warm SHARD SHARDS]
 """
 import os
 import sys
@@ -19,6 +22,10 @@ CELLS = [(240, 4096, "f32"), (180, 5000, "f32"), (250, 7000, "f32"), (230, 10000
          (128, 10000, "bf16"), (100, 12000, "bf16"), (240, 5000, "bf16"), (200, 9000, "bf16"), (64, 20000, "bf16"),
          (128, 16384, "bf16"), (128, 6000, "bf16")]
 H.PLANS["edge"] = [(est, *cell) for est in B.SPECS for cell in CELLS]
+UNALIGNED_CELLS = [(150, 3000, "f32"), (230, 7000, "f32"), (170, 9000, "f32"), (256, 30002, "f32"), (210, 20002, "f32"),
+                   (140, 1500, "f32"), (250, 4100, "f32"), (200, 3500, "f32"), (200, 5000, "bf16")]
+H.PLANS["unaligned"] = [(est, *cell) for est in ("gae", "vtrace", "retrace", "lambda_returns")
+                        for cell in UNALIGNED_CELLS]
 
 if __name__ == "__main__":
     H.cli(sys.argv[1:])
