@@ -235,7 +235,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles, light_steps,
-                                     eight_warp_short_tiles, unaligned_eight_warp_tiles_from)
+                                     eight_warp_short_tiles, unaligned_eight_warp_tiles_from, successor_rows)
                 if explicit_short_tiles and not time_contiguous else None)
     if explicit is not None:
         return explicit
@@ -248,12 +248,14 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide_scan: bool,
                          narrow_short_tiles: bool, light_steps: bool,
                          eight_warp_short_tiles: tuple,
-                         unaligned_eight_warp_tiles_from: Optional[int] = None) -> Optional[LaunchConfig]:
+                         unaligned_eight_warp_tiles_from: Optional[int] = None,
+                         successor_rows: bool = False) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
     steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
-    (:func:`short_tiles_below`), four environments per thread from 2048 environments and two below (on
+    (:func:`short_tiles_below`; float32 129-256 steps without ``successor_rows`` or ``light_steps``
+    also at it), four environments per thread from 2048 environments and two below (on
     four warps: two for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with
     ``wide_scan``, whose tiles measured slower or spilled), and 16-bit floats of 65-256 steps eight from
     8192 environments (16-byte vectors, as float32's four; not ``wide_scan``; docs/perf.md, "Eight
@@ -285,7 +287,14 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
         return None
     if t_pow2 <= 32:
         return explicit_tile(T, 2) if N >= 128 or t_pow2 > 8 else None
-    if aligned_rows and N * max(t_pow2, 128) < short_tiles_below(itemsize, wide_scan, light_steps):
+    walks_from = short_tiles_below(itemsize, wide_scan, light_steps)
+    # Float32 129-256-step tiles also at the bound (8192 environments), where the walks have only 256
+    # one-warp programs: lambda and discounted returns, linear_scan 1.05-1.34x; not the kernels with
+    # successor_rows (GAE 0.94-1.07x, Retrace 1.00-1.04x, V-trace 0.81x; docs/perf.md, "the short
+    # tiles' edges").
+    at_bound = (t_pow2 == 256 and itemsize == 4 and not (successor_rows or light_steps)
+                and N * t_pow2 == walks_from)
+    if aligned_rows and (N * max(t_pow2, 128) < walks_from or at_bound):
         wide = N >= 2048 and (eight_warps or not (narrow_short_tiles and t_pow2 == 256))
         sixteen_byte_runs = itemsize == 2 and t_pow2 >= 128 and N >= 8192 and not wide_scan
         return explicit_tile(T, 8 if sixteen_byte_runs else 4 if wide else 2, 8 if eight_warps else 4)

@@ -79,12 +79,14 @@ def test_short_tiles_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps)
     ("lambda_returns", 64, 16384, 2, 64, 16, 4), ("gae", 128, 4096, 2, 128, 16, 4),
     ("vtrace", 128, 8192, 2, 128, 16, 8), ("eligibility_traces", 256, 8192, 4, 256, 16, 4),
     ("episodic_prefix_sum", 200, 12288, 4, 256, 16, 8), ("eligibility_traces", 128, 16384, 4, 128, 16, 4),
-    ("eligibility_traces", 100, 24576, 4, 128, 16, 4)])
+    ("eligibility_traces", 100, 24576, 4, 128, 16, 4), ("lambda_returns", 256, 8192, 4, 256, 16, 4),
+    ("linear_scan", 140, 8192, 4, 256, 16, 4), ("discounted_returns", 200, 8192, 4, 256, 16, 8)])
 def test_short_tiles_to_the_walks_edge(op, T, N, itemsize, block_t, block_n, warps):
     """16-bit floats and the light kernels hold whole sequences to twice ``SHORT_WALKS_FROM``
     elements (not V-trace's 16-bit floats), and 16-bit floats of 65-256 steps take eight
-    environments per thread from 8192 environments (not V-trace; docs/perf.md, "Eight environments
-    per thread, the short tiles' edges")."""
+    environments per thread from 8192 environments (not V-trace); float32 129-256 steps also at
+    the bound, 8192 environments (lambda and discounted returns, ``linear_scan``; docs/perf.md,
+    "Eight environments per thread, the short tiles' edges")."""
     config = explicit(T, N, itemsize, aligned_rows=True, op=op)
     assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
 
@@ -102,13 +104,14 @@ def test_unaligned_rows_of_the_heavier_kernels_take_eight_warp_tiles(op, T, N):
 
 
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [
-    ("gae", 128, 16384, 4, True), ("gae", 256, 8192, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
+    ("gae", 128, 16384, 4, True), ("gae", 256, 8208, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
     ("gae", 128, 1000, 4, False), ("linear_scan", 200, 3000, 4, False), ("episodic_prefix_sum", 100, 1500, 4, False),
     ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
     ("vtrace", 200, 2000, 4, False), ("vtrace", 256, 8192, 2, True), ("retrace", 100, 16384, 4, True),
     ("vtrace", 128, 16384, 2, True), ("gae", 128, 32768, 2, True), ("gae", 256, 16384, 2, True),
     ("eligibility_traces", 128, 32768, 4, True), ("episodic_prefix_sum", 256, 16384, 2, True),
-    ("lambda_returns", 200, 8192, 4, True)])
+    ("lambda_returns", 200, 8208, 4, True), ("vtrace", 200, 8192, 4, True), ("gae", 128, 16384, 4, True),
+    ("gae", 200, 8192, 4, True)])
 def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(op, T, N, itemsize, aligned):
     """Past the walks' threshold, past 256 steps, 65-256 steps in unaligned rows (the light kernels:
     65-128 steps below 2048 environments), 8 steps below 128 environments and float64 keep the

@@ -5,9 +5,11 @@ measurement: float64 reference first, then device time per call replayed from a 
 call reading its own input set, two rounds).
 
 PLAN ``unaligned``: GAE, V-trace and Retrace (lambda returns as a control) on float32 rows not 16
-elements apart, 129-256 steps (their eight-warp tiles there), and one bf16 cell.
+elements apart, 129-256 steps (their eight-warp tiles there), and one bf16 cell. PLAN ``at_bound``:
+float32 129-256 steps at 8192 environments (tiles instead of walks there, not V-trace: a control, as
+are the 8208-environment cells).
 
-  PYTHONPATH=<kernels version>:. python docs/bench/walk_edge/cells.py edge|unaligned TAG OUT.json [warm SHARD SHARDS]
+  PYTHONPATH=<kernels version>:. python docs/bench/walk_edge/cells.py edge|unaligned|at_bound TAG OUT.json [warm SHARD SHARDS]
 """
 import os
 import sys
@@ -26,6 +28,9 @@ UNALIGNED_CELLS = [(150, 3000, "f32"), (230, 7000, "f32"), (170, 9000, "f32"), (
                    (140, 1500, "f32"), (250, 4100, "f32"), (200, 3500, "f32"), (200, 5000, "bf16")]
 H.PLANS["unaligned"] = [(est, *cell) for est in ("gae", "vtrace", "retrace", "lambda_returns")
                         for cell in UNALIGNED_CELLS]
+H.PLANS["at_bound"] = [(est, T, N, "f32") for est in ("gae", "retrace", "lambda_returns", "discounted_returns",
+                                                      "linear_scan", "vtrace")
+                       for T, N in ((140, 8192), (180, 8192), (230, 8192), (256, 8192), (200, 8208))]
 
 if __name__ == "__main__":
     H.cli(sys.argv[1:])
