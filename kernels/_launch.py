@@ -247,15 +247,13 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide_scan: bool,
                          narrow_short_tiles: bool, light_steps: bool,
-                         eight_warp_short_tiles: tuple,
-                         unaligned_eight_warp_tiles_from: Optional[int] = None,
-                         successor_rows: bool = False) -> Optional[LaunchConfig]:
+                         eight_warp_short_tiles: tuple, unaligned_eight_warp_tiles_from: Optional[int],
+                         successor_rows: bool) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
     DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
     steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
-    (:func:`short_tiles_below`; float32 129-256 steps without ``successor_rows`` or ``light_steps``
-    also at it), four environments per thread from 2048 environments and two below (on
+    (:func:`held_whole_before_the_walks`), four environments per thread from 2048 environments and two below (on
     four warps: two for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with
     ``wide_scan``, whose tiles measured slower or spilled), and 16-bit floats of 65-256 steps eight from
     8192 environments (16-byte vectors, as float32's four; not ``wide_scan``; docs/perf.md, "Eight
@@ -287,14 +285,7 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
         return None
     if t_pow2 <= 32:
         return explicit_tile(T, 2) if N >= 128 or t_pow2 > 8 else None
-    walks_from = short_tiles_below(itemsize, wide_scan, light_steps)
-    # Float32 129-256-step tiles also at the bound (8192 environments), where the walks have only 256
-    # one-warp programs: lambda and discounted returns, linear_scan 1.05-1.34x; not the kernels with
-    # successor_rows (GAE 0.94-1.07x, Retrace 1.00-1.04x, V-trace 0.81x; docs/perf.md, "the short
-    # tiles' edges").
-    at_bound = (t_pow2 == 256 and itemsize == 4 and not (successor_rows or light_steps)
-                and N * t_pow2 == walks_from)
-    if aligned_rows and (N * max(t_pow2, 128) < walks_from or at_bound):
+    if aligned_rows and held_whole_before_the_walks(N, t_pow2, itemsize, wide_scan, light_steps, successor_rows):
         wide = N >= 2048 and (eight_warps or not (narrow_short_tiles and t_pow2 == 256))
         sixteen_byte_runs = itemsize == 2 and t_pow2 >= 128 and N >= 8192 and not wide_scan
         return explicit_tile(T, 8 if sixteen_byte_runs else 4 if wide else 2, 8 if eight_warps else 4)
@@ -304,15 +295,20 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     return explicit_tile(T, 2) if unaligned else None
 
 
-def short_tiles_below(itemsize: int, wide_scan: bool, light_steps: bool) -> int:
-    """Elements (as ``SHORT_WALKS_FROM`` counts them) below which 16-aligned ``[T, N]`` sequences of
-    33-256 steps are held whole in explicit-layout tiles rather than walked: ``SHORT_WALKS_FROM``,
-    twice that for 16-bit floats (half the bytes) and for ``light_steps`` kernels, whose whole-sequence
-    tiles measured 1.07-1.77x faster than the walks up to there (H200; not ``wide_scan``: V-trace's
-    16-bit tiles lost to its walks there; docs/perf.md, "Eight environments per thread, the short
-    tiles' edges")."""
-    doubled = light_steps or (itemsize == 2 and not wide_scan)
-    return SHORT_WALKS_FROM * (2 if doubled else 1)
+def held_whole_before_the_walks(N: int, t_pow2: int, itemsize: int, wide_scan: bool, light_steps: bool,
+                                successor_rows: bool) -> bool:
+    """Whether 16-aligned ``[T, N]`` sequences of 33-256 steps (T rounded up to ``t_pow2``) are held
+    whole in explicit-layout tiles rather than walked: below ``SHORT_WALKS_FROM`` elements (as it
+    counts them), twice that for 16-bit floats (half the bytes) and for ``light_steps`` kernels, whose
+    whole-sequence tiles measured 1.07-1.77x faster than the walks up to there (H200; not
+    ``wide_scan``: V-trace's 16-bit tiles lost to its walks there); float32 129-256 steps also at the
+    bound (8192 environments), where the walks have only 256 one-warp programs (lambda and discounted
+    returns, ``linear_scan`` 1.05-1.34x; not ``successor_rows``: GAE 0.94-1.07x, Retrace 1.00-1.04x,
+    V-trace 0.81x). docs/perf.md, "Eight environments per thread, the short tiles' edges"."""
+    walks_from = SHORT_WALKS_FROM * (2 if light_steps or (itemsize == 2 and not wide_scan) else 1)
+    elements = N * max(t_pow2, 128)
+    at_bound = t_pow2 == 256 and itemsize == 4 and not (successor_rows or light_steps) and elements == walks_from
+    return elements < walks_from or at_bound
 
 
 def explicit_tile(T: int, envs_per_thread: int, num_warps: int = 4) -> LaunchConfig:
