@@ -606,10 +606,10 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     T, N = batch.T, batch.N
     time_contiguous = tensors[1] == 1 and N > 1
     itemsize = batch.out_dtype.itemsize
+    estimator = kernel.fn.__module__.rpartition(".")[2]
+    aligned_rows = rows_are_aligned(tensors[2] if time_contiguous else tensors[1])
     if config is None:
-        row_stride = tensors[2] if time_contiguous else tensors[1]
-        config = estimator_config(kernel.fn.__module__.rpartition(".")[2], T, N, time_contiguous, itemsize,
-                                  aligned_rows=rows_are_aligned(row_stride))
+        config = estimator_config(estimator, T, N, time_contiguous, itemsize, aligned_rows=aligned_rows)
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
@@ -632,7 +632,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
                       LATEST_FIRST=config.latest_first and not shuffle_time,
                       TIME_THREADS=_time_threads(config, time_contiguous, itemsize))
     if "RUN_SUCCESSORS" in kernel.arg_names:
-        constexprs.update(RUN_SUCCESSORS=successors_from_runs(config, itemsize, lookback))
+        constexprs.update(RUN_SUCCESSORS=successors_from_runs(config, itemsize, lookback, aligned_rows,
+                                                              kernel_traits(estimator)["wide_scan"]))
     args = (*tensors, ws, flags, T, N, *coefficients)
     compiled = launcher(programs, batch.device, args, constexprs, config.num_warps)
     if compiled is not None and _replay.is_recording():
@@ -668,16 +669,24 @@ def _time_threads(config: LaunchConfig, time_contiguous: bool, itemsize: int) ->
     return time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1
 
 
-def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool) -> bool:
+def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool, aligned_rows: bool = True,
+                         wide_scan: bool = False) -> bool:
     """``RUN_SUCCESSORS`` for the kernels that declare it (GAE, V-trace): whether a tile in thread
     runs takes each step's successor value from the thread's own run instead of a second tile
     (``_scan.successor_in_runs``; it has an effect only where ``TIME_THREADS > 1``). Measured on an
     H200 (docs/perf.md, "Successor values from thread runs, V-trace's wide walks"): 1-8% faster in
     one-warp walks, four-warp look-back tiles and 16-bit walks; slower in look-back tiles under four
     warps (3-6%) and in GAE's float32 64 x 64 walks (8192 x 4096: 151 -> 231 us, three or four
-    chunks deep), which ``choose_config`` walks four deep: those keep the second tile."""
+    chunks deep), which ``choose_config`` walks four deep: those keep the second tile. So do the
+    whole-sequence tiles at most 16 environments wide of kernels without ``wide_scan`` (GAE) in rows
+    not 16 elements apart (``aligned_rows`` false, :func:`rows_are_aligned`), which ran 1.45-2.2x
+    slower from the runs; GAE's 32-wide bf16 tiles there ran 1.12-1.15x faster from them, V-trace's
+    tiles 1.0-1.4x, GAE's look-back tiles 1.03x (docs/perf.md, "Successor values in rows not 16
+    elements apart")."""
     if lookback:
         return config.num_warps >= 4
+    if not (aligned_rows or wide_scan) and config.block_n <= 16:
+        return False
     return itemsize < 4 or config.num_stages < 4
 
 

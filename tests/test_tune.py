@@ -482,6 +482,51 @@ def test_successors_come_from_thread_runs_where_they_measured_faster(compiled_bl
     assert launch.successors_from_runs(config, itemsize, lookback) is from_runs
 
 
+@pytest.mark.parametrize("estimator,T,N,itemsize,from_runs", [
+    ("gae", 100, 6004, 4, False),  # whole-sequence 128 x 16 tiles: 17.4 -> 11.2 us with the second tile
+    ("gae", 200, 6004, 2, False),  # bf16 256 x 16: 42.2 -> 20.3
+    ("gae", 80, 8200, 2, True),  # bf16 128 x 32: 8.8 against 9.8 us with the second tile
+    ("gae", 200, 1000, 2, False),  # bf16 256 x 8
+    ("gae", 1000, 1001, 4, True),  # four-warp look-back tiles: 1.03x from the runs
+    ("vtrace", 100, 5000, 2, True),  # V-trace's whole-sequence tiles: 12.8 against 17.5 us
+    ("vtrace", 100, 12008, 4, True),
+])
+def test_rows_not_16_apart_take_successors_from_runs_where_they_measured_faster(compiled_block_shapes, estimator,
+                                                                                T, N, itemsize, from_runs):
+    """``_launch.successors_from_runs`` on the thread-run tiles the rule gives GAE and V-trace in rows
+    not 16 elements apart (H200, docs/perf.md, "Successor values in rows not 16 elements apart")."""
+    launch = compiled_block_shapes
+    config = launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=False)
+    assert config.thread_runs and launch.time_threads(config, itemsize) > 1
+    lookback = config.lookback and T > config.block_t
+    assert lookback == (T > 256)
+    wide_scan = launch.kernel_traits(estimator)["wide_scan"]
+    assert launch.successors_from_runs(config, itemsize, lookback, False, wide_scan) is from_runs
+
+
+@pytest.mark.parametrize("estimator,N,aligned", [("gae", 13, False), ("gae", 16, True), ("vtrace", 13, False)])
+def test_launch_tells_the_successor_rule_the_rows_alignment_and_the_scan(monkeypatch, device, estimator, N,
+                                                                        aligned):
+    """``_launch.launch`` passes ``successors_from_runs`` whether the first input's rows start a
+    multiple of 16 elements apart and whether the kernel scans four values (``wide_scan``), for a
+    tile in thread runs."""
+    import kernels
+    from kernels import LaunchConfig, _launch
+
+    seen = []
+    rule = _launch.successors_from_runs
+    monkeypatch.setattr(_launch, "successors_from_runs", lambda *args: seen.append(args[3:]) or rule(*args))
+    getattr(kernels, estimator).plans.clear()  # a GPU call replays the plan of an earlier call of this shape
+    T, config = 24, LaunchConfig(32, 16, 4, latest_first=True, thread_runs=True)
+    rewards, values, log_rhos = (torch.randn(T, N, device=device) for _ in range(3))
+    terminated, bootstrap = torch.rand(T, N, device=device) < 0.1, torch.randn(N, device=device)
+    if estimator == "gae":
+        kernels.gae(rewards, values, terminated, bootstrap, config=config)
+    else:
+        kernels.vtrace(rewards, values, 0.3 * log_rhos, terminated, bootstrap, config=config)
+    assert seen == [(aligned, estimator == "vtrace")]
+
+
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_long_run_kernels_walk_from_4096_environments(compiled_block_shapes, estimator):
     """From 4096 to 8191 environments, the kernels with ``LONG_RUN_TILES`` walk ``[T, N]`` sequences

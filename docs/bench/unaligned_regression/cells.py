@@ -1,0 +1,52 @@
+"""The kernels' own block shapes (``config=None``) on ``[T, N]`` cells whose thread-run tiles the rule for
+successor values decides, with whatever ``kernels`` is first on PYTHONPATH (the kernels before the
+change, or after it), one process per version: device time per call from a CUDA graph, inputs rotated
+through four times the L2, each cell checked against the float64 reference first, two rounds.
+PLAN ``unaligned``: GAE's and V-trace's rows not 16 elements apart (whole-sequence tiles of 65-256 steps,
+float32 and bf16; GAE's float32 four-warp look-back tiles at 1000 environments) and four controls the
+change leaves alone (aligned rows, lambda returns); ``heldout``: GAE's whole-sequence tiles in rows not 16
+apart on 16 other cells, every tile shape the rule gives them (float32 128 x 16, bf16 128 x 16, 128 x 32,
+256 x 8 and 256 x 16), and four controls (V-trace's such rows, lambda returns, aligned rows).
+
+  PYTHONPATH=<kernels' checkout>:. python docs/bench/unaligned_regression/cells.py PLAN OUT.json [warm]
+"""
+import json
+import sys
+import time
+
+sys.path.append("scripts")
+import bench_kernels as B  # noqa: E402
+
+PLANS = {
+    "unaligned": [("gae", T, N, "f32") for T, N in ((80, 5000), (100, 6004), (128, 12008), (128, 30002))]
+    + [("gae", T, N, "bf16") for T, N in ((80, 8200), (150, 5000), (200, 6004), (256, 12008), (256, 30002))]
+    + [("vtrace", T, N, "f32") for T, N in ((80, 6004), (100, 12008), (128, 30002))]
+    + [("vtrace", T, N, "bf16") for T, N in ((100, 5000), (200, 8200), (256, 12008))]
+    + [("gae", T, N, "f32") for T, N in ((300, 1000), (1000, 1001), (4096, 1000))]
+    + [("gae", 128, 16384, "f32"), ("vtrace", 200, 16384, "bf16"), ("gae", 512, 2048, "f32"),
+       ("lambda_returns", 200, 6004, "f32")],
+    "heldout": [("gae", T, N, "f32") for T, N in ((72, 7000), (110, 20002), (90, 65000), (128, 4100))]
+    + [("gae", T, N, "bf16") for T, N in ((65, 6004), (110, 4100), (72, 9000), (100, 16390), (128, 20002),
+                                          (90, 65000), (140, 777), (200, 2500), (256, 1500), (170, 9000),
+                                          (230, 4100), (129, 16390))]
+    + [("vtrace", 170, 9000, "bf16"), ("vtrace", 100, 7000, "f32"), ("lambda_returns", 128, 7000, "f32"),
+       ("gae", 128, 16384, "f32")],
+}
+
+
+def main(plan: str, out: str, warm: bool) -> None:
+    rows, start = [], time.time()
+    for est, T, N, dtype in PLANS[plan]:
+        nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype])
+        sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
+        label = B.config_label(B.default_config(est, N, T, "tn", B.DTYPES[dtype]))
+        times = B.block_shape_graph_times(est, {"default": None}, N, T, "tn", dtype, sets, warm)["default"]
+        rows.append(dict(estimator=est, T=T, N=N, dtype=dtype, sets=sets, config=label, times=times))
+        if not warm:
+            print(f"{est} {T}x{N} {dtype} [{label}] {times}", flush=True)
+            json.dump(rows, open(out, "w"), indent=1)
+    print(f"done in {time.time() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3:4] == ["warm"])
