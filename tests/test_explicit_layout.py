@@ -103,6 +103,17 @@ def test_unaligned_rows_of_the_heavier_kernels_take_eight_warp_tiles(op, T, N):
     assert not explicit(T, N, 4, aligned_rows=False, op="lambda_returns").explicit_layout
 
 
+@pytest.mark.parametrize("T,N", [(65, 2500), (72, 1000), (100, 30002), (128, 6004)])
+def test_retrace_takes_eight_warp_tiles_in_unaligned_rows_of_65_to_128_steps(T, N):
+    """Retrace's float32 rows not 16 elements apart of 65-128 steps: eight warps, two environments per
+    thread (docs/perf.md, "Successor values in rows not 16 elements apart, persistent look-back
+    tiles"); GAE, V-trace and the others keep their Triton tiles there, and bf16 too."""
+    assert explicit(T, N, 4, aligned_rows=False, op="retrace") == LaunchConfig(128, 8, 8, explicit_layout=True)
+    assert not explicit(T, N, 2, aligned_rows=False, op="retrace").explicit_layout
+    for op in ("gae", "vtrace", "lambda_returns", "discounted_returns", "linear_scan"):
+        assert not explicit(T, N, 4, aligned_rows=False, op=op).explicit_layout, op
+
+
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [
     ("gae", 128, 16384, 4, True), ("gae", 256, 8208, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
     ("gae", 128, 1000, 4, False), ("linear_scan", 200, 3000, 4, False), ("episodic_prefix_sum", 100, 1500, 4, False),

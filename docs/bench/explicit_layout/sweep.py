@@ -17,7 +17,8 @@ environments (where the walks start), the kernels' own block shape against tiles
 per thread on 4 and 8 warps; ``walk_edge_bf16``: bf16 sequences of 64-256 steps from 2048 to 32768
 environments, tiles of 4 and 8 per thread; ``unaligned_heavy``: GAE, V-trace, Retrace, lambda and
 discounted returns and ``linear_scan`` on rows not 16 elements apart, 136-256 steps, 1000-12008
-environments, tiles of 2 and 4 per thread on 4 and 8 warps.
+environments, tiles of 2 and 4 per thread on 4 and 8 warps; ``unaligned_short`` (twenty-fifth session): the same
+kernels' rows not 16 elements apart of 72-128 steps, 1000-30002 environments, the same tiles.
 
   python docs/bench/explicit_layout/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 
@@ -74,6 +75,9 @@ PLANS = {
     "unaligned_heavy": [(est, T, N, "f32") for est in ("gae", "vtrace", "retrace", "lambda_returns",
                                                        "discounted_returns", "linear_scan")
                         for T, N in itertools.product((136, 180, 200, 256), (1000, 2500, 5000, 6004, 12008))],
+    "unaligned_short": [(est, T, N, "f32") for est in ("gae", "vtrace", "retrace", "lambda_returns",
+                                                       "discounted_returns", "linear_scan")
+                        for T, N in itertools.product((72, 100, 128), (1000, 2500, 6004, 12008, 30002))],
 }
 # Plans timed against the kernels' own block shape (not the Triton rule's), and the explicit tiles
 # they try: (environments per thread, warps).
@@ -81,7 +85,8 @@ FOUR_AND_EIGHT_WARPS = ((2, 4), (4, 4), (2, 8), (4, 8))
 AGAINST_DEFAULT = {"warps": FOUR_AND_EIGHT_WARPS + ((4, 16),), "partial": FOUR_AND_EIGHT_WARPS,
                    "partial_short": FOUR_AND_EIGHT_WARPS, "partial_unaligned": FOUR_AND_EIGHT_WARPS,
                    "eight_envs": ((4, 4), (8, 4), (4, 8), (8, 8)), "walk_edge": FOUR_AND_EIGHT_WARPS,
-                   "walk_edge_bf16": ((4, 4), (8, 4), (4, 8), (8, 8)), "unaligned_heavy": FOUR_AND_EIGHT_WARPS}
+                   "walk_edge_bf16": ((4, 4), (8, 4), (4, 8), (8, 8)), "unaligned_heavy": FOUR_AND_EIGHT_WARPS,
+                   "unaligned_short": FOUR_AND_EIGHT_WARPS}
 
 
 def explicit_configs(T: int, tiles=((2, 4), (4, 4))) -> dict:

@@ -6,7 +6,9 @@ PLAN ``unaligned``: GAE's and V-trace's rows not 16 elements apart (whole-sequen
 float32 and bf16; GAE's float32 four-warp look-back tiles at 1000 environments) and four controls the
 change leaves alone (aligned rows, lambda returns); ``heldout``: GAE's whole-sequence tiles in rows not 16
 apart on 16 other cells, every tile shape the rule gives them (float32 128 x 16, bf16 128 x 16, 128 x 32,
-256 x 8 and 256 x 16), and four controls (V-trace's such rows, lambda returns, aligned rows).
+256 x 8 and 256 x 16), and four controls (V-trace's such rows, lambda returns, aligned rows);
+``retrace_short``: Retrace's float32 rows not 16 apart of 65-128 steps on 10 cells outside the sweep
+(``explicit_layout/sweep.py`` PLAN ``unaligned_short``) and four controls.
 
   PYTHONPATH=<kernels' checkout>:. python docs/bench/unaligned_regression/cells.py PLAN OUT.json [warm]
 """
@@ -31,6 +33,11 @@ PLANS = {
                                           (230, 4100), (129, 16390))]
     + [("vtrace", 170, 9000, "bf16"), ("vtrace", 100, 7000, "f32"), ("lambda_returns", 128, 7000, "f32"),
        ("gae", 128, 16384, "f32")],
+    "retrace_short": [("retrace", T, N, "f32") for T, N in ((65, 777), (80, 1500), (96, 3000), (110, 5000), (120, 9000),
+                                                            (70, 20002), (90, 40000), (128, 1001), (75, 12345),
+                                                            (115, 2047))]
+    + [("retrace", 100, 4096, "f32"), ("retrace", 100, 9000, "bf16"), ("gae", 100, 9000, "f32"),
+       ("lambda_returns", 110, 5000, "f32")],
 }
 
 
