@@ -681,7 +681,7 @@ def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool, al
     warps (3-6%) and in GAE's float32 64 x 64 walks (8192 x 4096: 151 -> 231 us, three or four
     chunks deep), which ``choose_config`` walks four deep: those keep the second tile. So do the
     whole-sequence tiles at most 16 environments wide of kernels without ``wide_scan`` (GAE) in rows
-    not 16 elements apart (``aligned_rows`` false, :func:`rows_are_aligned`), which ran 1.45-2.2x
+    not 16 elements apart (``aligned_rows`` false, :func:`rows_are_aligned`), which ran 1.46-2.20x
     slower from the runs; GAE's 32-wide bf16 tiles there ran 1.12-1.15x faster from them, V-trace's
     tiles 1.0-1.4x, GAE's look-back tiles 1.03x (docs/perf.md, "Successor values in rows not 16
     elements apart")."""
