@@ -122,7 +122,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
                   sixteen_warp_rows: bool = False, short_look_back_tiles: bool = False,
                   aligned_rows: bool = True, explicit_short_tiles: bool = False,
-                  eight_warp_short_tiles: tuple = (), unaligned_eight_warp_tiles: tuple = ()
+                  eight_warp_short_tiles: tuple = (), unaligned_whole_tiles: tuple = ()
                   ) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
@@ -165,7 +165,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
     ``explicit_short_tiles`` for kernels with an explicit-layout twin (all of them), whose short ``[T, N]``
     sequences then take :func:`_explicit_short_tile` where it gives one, on eight warps where
-    ``eight_warp_short_tiles`` and ``unaligned_eight_warp_tiles`` say (the caller says whether
+    ``eight_warp_short_tiles`` and ``unaligned_whole_tiles`` say (the caller says whether
     the twin can run: ``estimator_config``).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
@@ -235,7 +235,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles, light_steps,
-                                     eight_warp_short_tiles, unaligned_eight_warp_tiles, successor_rows)
+                                     eight_warp_short_tiles, unaligned_whole_tiles, successor_rows)
                 if explicit_short_tiles and not time_contiguous else None)
     if explicit is not None:
         return explicit
@@ -247,7 +247,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
 
 def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide_scan: bool,
                          narrow_short_tiles: bool, light_steps: bool,
-                         eight_warp_short_tiles: tuple, unaligned_eight_warp_tiles: tuple,
+                         eight_warp_short_tiles: tuple, unaligned_whole_tiles: tuple,
                          successor_rows: bool) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
@@ -269,20 +269,14 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     ``light_steps``. Eight-warp tiles hold four environments per thread from 2048 environments and
     two below (16-bit floats' eight from 8192, as above), ``wide_scan`` and ``narrow_short_tiles`` alike.
 
-    In rows not 16 elements apart, float32 sequences take eight-warp tiles of two environments per
-    thread where ``unaligned_eight_warp_tiles`` lists their length (T rounded up to a power of two) and
-    the environments reach the entry's bound, ``(length, from)``: 129-256 steps for GAE and Retrace at
-    any width and V-trace from 4096 environments (over the Triton tiles there GAE 1.60-3.32x, Retrace
-    0.96-1.91x, V-trace from 5000 environments 1.33-2.10x; docs/perf.md, "Eight environments per
-    thread, the short tiles' edges"), and Retrace's 65-128 steps at any width (1.12-1.80x; docs/perf.md,
-    "Successor values in rows not 16 elements apart, persistent look-back tiles")."""
+    In rows not 16 elements apart, float32 sequences take tiles of two environments per thread where
+    ``unaligned_whole_tiles`` has an entry for them (:func:`_unaligned_tile_warps`)."""
     t_pow2 = max(8, triton.next_power_of_2(T))
     listed = any((size, length) == (itemsize, t_pow2) and (below is None or N < below)
                  for size, length, below in eight_warp_short_tiles)
     partial_light_tile = light_steps and itemsize == 4 and t_pow2 == 256 and T % 16 != 0
-    unaligned_eight_warps = not aligned_rows and itemsize == 4 and any(
-        length == t_pow2 and N >= least for length, least in unaligned_eight_warp_tiles)
-    eight_warps = (aligned_rows and (listed or partial_light_tile)) or unaligned_eight_warps
+    unaligned_warps = None if aligned_rows or itemsize != 4 else _unaligned_tile_warps(T, N, unaligned_whole_tiles)
+    eight_warps = (aligned_rows and (listed or partial_light_tile)) or unaligned_warps == 8
     if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256 and not eight_warps):
         return None
     if t_pow2 <= 32:
@@ -291,10 +285,26 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
         wide = N >= 2048 and (eight_warps or not (narrow_short_tiles and t_pow2 == 256))
         sixteen_byte_runs = itemsize == 2 and t_pow2 >= 128 and N >= 8192 and not wide_scan
         return explicit_tile(T, 8 if sixteen_byte_runs else 4 if wide else 2, 8 if eight_warps else 4)
-    if unaligned_eight_warps:
-        return explicit_tile(T, 2, 8)
+    if unaligned_warps:
+        return explicit_tile(T, 2, unaligned_warps)
     unaligned = not aligned_rows and (t_pow2 == 64 or (light_steps and (t_pow2 == 256 or N >= 2048)))
     return explicit_tile(T, 2) if unaligned else None
+
+
+def _unaligned_tile_warps(T: int, N: int, unaligned_whole_tiles: tuple) -> Optional[int]:
+    """The warps of the explicit-layout tile, two environments per thread, that holds a float32 ``[T, N]``
+    sequence in rows not 16 elements apart whole, or ``None`` (the Triton tiles): from the first entry
+    ``(most steps, from this many environments, warps)`` of ``unaligned_whole_tiles`` whose tile length
+    (its most steps rounded up to a power of two) is T's and that takes T steps and N environments.
+    Measured over the Triton tiles on an H200: 129-256 steps on eight warps, GAE 1.60-3.32x and Retrace
+    0.96-1.91x at any width, V-trace 1.33-2.10x from 5000 environments (docs/perf.md, "Eight environments
+    per thread, the short tiles' edges"); 65-128 steps, Retrace on eight warps 1.12-1.80x at any width;
+    GAE's 65-90 steps on four warps from 4096 environments 1.11-1.80x (96-100 steps lost 0.97-0.98x from
+    16390 environments; docs/perf.md, "Successor values in rows not 16 elements apart, persistent
+    look-back tiles")."""
+    length = triton.next_power_of_2(T)
+    return next((warps for most, least, warps in unaligned_whole_tiles
+                 if triton.next_power_of_2(most) == length and T <= most and N >= least), None)
 
 
 def held_whole_before_the_walks(N: int, t_pow2: int, itemsize: int, wide_scan: bool, light_steps: bool,
@@ -549,7 +559,7 @@ def kernel_traits(estimator: str) -> dict:
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
     ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS`` and ``SHORT_LOOK_BACK_TILES``
-    (default false); ``EIGHT_WARP_SHORT_TILES`` and ``UNALIGNED_EIGHT_WARP_TILES``
+    (default false); ``EIGHT_WARP_SHORT_TILES`` and ``UNALIGNED_WHOLE_TILES``
     (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
     Not to be mutated (cached)."""
@@ -567,7 +577,7 @@ def kernel_traits(estimator: str) -> dict:
             "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False),
             "short_look_back_tiles": getattr(module, "SHORT_LOOK_BACK_TILES", False),
             "eight_warp_short_tiles": getattr(module, "EIGHT_WARP_SHORT_TILES", ()),
-            "unaligned_eight_warp_tiles": getattr(module, "UNALIGNED_EIGHT_WARP_TILES", ()),
+            "unaligned_whole_tiles": getattr(module, "UNALIGNED_WHOLE_TILES", ()),
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 

@@ -42,9 +42,9 @@ SIXTEEN_WARP_ROWS = True
 # eight warps along time instead of four, at these (float bytes, tile length, fewer environments than)
 # (_launch.choose_config).
 EIGHT_WARP_SHORT_TILES = ((4, 256, None), (2, 256, None))
-# Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles on eight warps,
-# two environments per thread, at these (tile length, from this many environments) (_launch.choose_config).
-UNALIGNED_EIGHT_WARP_TILES = ((256, 0),)
+# Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles of two environments
+# per thread, at these (most steps, from this many environments, warps) (_launch.choose_config).
+UNALIGNED_WHOLE_TILES = ((90, 4096, 4), (256, 0, 8))
 
 
 @triton.jit

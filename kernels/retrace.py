@@ -43,9 +43,9 @@ SHORT_LOOK_BACK_TILES = True
 # (float bytes, tile length, fewer environments than; None: any): float32 65-256 steps, 16-bit floats
 # 129-256 (_launch.choose_config).
 EIGHT_WARP_SHORT_TILES = ((4, 128, None), (4, 256, None), (2, 256, None))
-# Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles on eight warps,
-# two environments per thread, at these (tile length, from this many environments) (_launch.choose_config).
-UNALIGNED_EIGHT_WARP_TILES = ((128, 0), (256, 0))
+# Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles of two environments
+# per thread, at these (most steps, from this many environments, warps) (_launch.choose_config).
+UNALIGNED_WHOLE_TILES = ((128, 0, 8), (256, 0, 8))
 
 
 @triton.jit

@@ -46,9 +46,9 @@ SIXTEEN_WARP_ROWS = True
 # [T, N] sequences of 65-256 steps held whole in explicit-layout tiles: eight warps along time instead of
 # four, at these (float bytes, tile length, fewer environments than; None: any) (_launch.choose_config).
 EIGHT_WARP_SHORT_TILES = ((4, 128, None), (4, 256, None), (2, 128, None), (2, 256, None))
-# Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles on eight warps,
-# two environments per thread, at these (tile length, from this many environments) (_launch.choose_config).
-UNALIGNED_EIGHT_WARP_TILES = ((256, 4096),)
+# Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles of two environments
+# per thread, at these (most steps, from this many environments, warps) (_launch.choose_config).
+UNALIGNED_WHOLE_TILES = ((256, 4096, 8),)
 
 
 @triton.jit

@@ -107,11 +107,25 @@ def test_unaligned_rows_of_the_heavier_kernels_take_eight_warp_tiles(op, T, N):
 def test_retrace_takes_eight_warp_tiles_in_unaligned_rows_of_65_to_128_steps(T, N):
     """Retrace's float32 rows not 16 elements apart of 65-128 steps: eight warps, two environments per
     thread (docs/perf.md, "Successor values in rows not 16 elements apart, persistent look-back
-    tiles"); GAE, V-trace and the others keep their Triton tiles there, and bf16 too."""
+    tiles"); V-trace and the others keep their Triton tiles there, and bf16 too."""
     assert explicit(T, N, 4, aligned_rows=False, op="retrace") == LaunchConfig(128, 8, 8, explicit_layout=True)
     assert not explicit(T, N, 2, aligned_rows=False, op="retrace").explicit_layout
-    for op in ("gae", "vtrace", "lambda_returns", "discounted_returns", "linear_scan"):
+    for op in ("vtrace", "lambda_returns", "discounted_returns", "linear_scan"):
         assert not explicit(T, N, 4, aligned_rows=False, op=op).explicit_layout, op
+
+
+@pytest.mark.parametrize("T,N,whole", [(65, 4096, True), (72, 30002, True), (90, 6004, True), (90, 4095, False),
+                                       (91, 12008, False), (100, 16390, False), (128, 6004, False), (72, 2500, False)])
+def test_gae_takes_four_warp_tiles_in_unaligned_rows_of_65_to_90_steps(T, N, whole):
+    """GAE's float32 rows not 16 elements apart of 65-90 steps from 4096 environments: four warps, two
+    environments per thread (docs/perf.md, "Successor values in rows not 16 elements apart, persistent
+    look-back tiles"); 91-128 steps and fewer environments keep the Triton tiles, and bf16."""
+    config = explicit(T, N, 4, aligned_rows=False, op="gae")
+    if whole:
+        assert config == LaunchConfig(128, 8, 4, explicit_layout=True)
+    else:
+        assert not config.explicit_layout
+    assert not explicit(T, N, 2, aligned_rows=False, op="gae").explicit_layout
 
 
 @pytest.mark.parametrize("op,T,N,itemsize,aligned", [

@@ -8,7 +8,9 @@ change leaves alone (aligned rows, lambda returns); ``heldout``: GAE's whole-seq
 apart on 16 other cells, every tile shape the rule gives them (float32 128 x 16, bf16 128 x 16, 128 x 32,
 256 x 8 and 256 x 16), and four controls (V-trace's such rows, lambda returns, aligned rows);
 ``retrace_short``: Retrace's float32 rows not 16 apart of 65-128 steps on 10 cells outside the sweep
-(``explicit_layout/sweep.py`` PLAN ``unaligned_short``) and four controls.
+(``explicit_layout/sweep.py`` PLAN ``unaligned_short``) and four controls; ``gae_short``: GAE's float32 such
+rows of 65-100 steps from 4096 environments on 8 cells outside that sweep, and four controls (110 steps,
+3000 environments, 16-aligned rows, lambda returns).
 
   PYTHONPATH=<kernels' checkout>:. python docs/bench/unaligned_regression/cells.py PLAN OUT.json [warm]
 """
@@ -38,6 +40,10 @@ PLANS = {
                                                             (115, 2047))]
     + [("retrace", 100, 4096, "f32"), ("retrace", 100, 9000, "bf16"), ("gae", 100, 9000, "f32"),
        ("lambda_returns", 110, 5000, "f32")],
+    "gae_short": [("gae", T, N, "f32") for T, N in ((66, 4100), (80, 7000), (90, 20002), (96, 50002), (85, 9000),
+                                                    (70, 12345), (100, 16390), (75, 4500))]
+    + [("gae", 110, 7000, "f32"), ("gae", 80, 3000, "f32"), ("gae", 80, 7008, "f32"),
+       ("lambda_returns", 80, 7000, "f32")],
 }
 
 
