@@ -165,8 +165,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
     ``explicit_short_tiles`` for kernels with an explicit-layout twin (all of them), whose short ``[T, N]``
     sequences then take :func:`_explicit_short_tile` where it gives one, on eight warps where
-    ``eight_warp_short_tiles`` and ``unaligned_whole_tiles`` say (the caller says whether
-    the twin can run: ``estimator_config``).
+    ``eight_warp_short_tiles`` says, and in rows not 16 elements apart on the warps
+    ``unaligned_whole_tiles`` gives (the caller says whether the twin can run: ``estimator_config``).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
