@@ -1,7 +1,8 @@
 """The kernels' own block shapes (``config=None``) on ``[T, N]`` cells whose thread-run tiles the rule for
 successor values decides, with whatever ``kernels`` is first on PYTHONPATH (the kernels before the
-change, or after it), one process per version: device time per call from a CUDA graph, inputs rotated
-through four times the L2, each cell checked against the float64 reference first, two rounds.
+change, or after it), one process per version: ``../explicit_layout/heldout.py``'s measurement (device
+time per call from a CUDA graph, inputs rotated through four times the L2, each cell checked against the
+float64 reference first, two rounds), with these plans added to its own.
 PLAN ``unaligned``: GAE's and V-trace's rows not 16 elements apart (whole-sequence tiles of 65-256 steps,
 float32 and bf16; GAE's float32 four-warp look-back tiles at 1000 environments) and four controls the
 change leaves alone (aligned rows, lambda returns); ``heldout``: GAE's whole-sequence tiles in rows not 16
@@ -12,16 +13,19 @@ apart on 16 other cells, every tile shape the rule gives them (float32 128 x 16,
 rows of 65-100 steps from 4096 environments on 8 cells outside that sweep, and four controls (110 steps,
 3000 environments, 16-aligned rows, lambda returns).
 
-  PYTHONPATH=<kernels' checkout>:. python docs/bench/unaligned_regression/cells.py PLAN OUT.json [warm]
+  PYTHONPATH=<kernels' checkout>:. python docs/bench/unaligned_regression/cells.py \
+      PLAN TAG OUT.json [warm SHARD SHARDS]
+
+The records here were written by this script's first form, which repeated ``heldout.main``'s loop: the
+same calls, without the ``tag`` and copy bandwidth, the block shape under ``config``, the times as a list.
 """
-import json
+import os
 import sys
-import time
 
-sys.path.append("scripts")
-import bench_kernels as B  # noqa: E402
+sys.path.append(os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))
+import heldout as H  # noqa: E402
 
-PLANS = {
+H.PLANS.update({
     "unaligned": [("gae", T, N, "f32") for T, N in ((80, 5000), (100, 6004), (128, 12008), (128, 30002))]
     + [("gae", T, N, "bf16") for T, N in ((80, 8200), (150, 5000), (200, 6004), (256, 12008), (256, 30002))]
     + [("vtrace", T, N, "f32") for T, N in ((80, 6004), (100, 12008), (128, 30002))]
@@ -44,22 +48,7 @@ PLANS = {
                                                     (70, 12345), (100, 16390), (75, 4500))]
     + [("gae", 110, 7000, "f32"), ("gae", 80, 3000, "f32"), ("gae", 80, 7008, "f32"),
        ("lambda_returns", 80, 7000, "f32")],
-}
-
-
-def main(plan: str, out: str, warm: bool) -> None:
-    rows, start = [], time.time()
-    for est, T, N, dtype in PLANS[plan]:
-        nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype])
-        sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
-        label = B.config_label(B.default_config(est, N, T, "tn", B.DTYPES[dtype]))
-        times = B.block_shape_graph_times(est, {"default": None}, N, T, "tn", dtype, sets, warm)["default"]
-        rows.append(dict(estimator=est, T=T, N=N, dtype=dtype, sets=sets, config=label, times=times))
-        if not warm:
-            print(f"{est} {T}x{N} {dtype} [{label}] {times}", flush=True)
-            json.dump(rows, open(out, "w"), indent=1)
-    print(f"done in {time.time() - start:.0f} s", flush=True)
-
+})
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3:4] == ["warm"])
+    H.cli(sys.argv[1:])
