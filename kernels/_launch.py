@@ -275,7 +275,8 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     listed = any((size, length) == (itemsize, t_pow2) and (below is None or N < below)
                  for size, length, below in eight_warp_short_tiles)
     partial_light_tile = light_steps and itemsize == 4 and t_pow2 == 256 and T % 16 != 0
-    unaligned_warps = None if aligned_rows or itemsize != 4 else _unaligned_tile_warps(T, N, unaligned_whole_tiles)
+    unaligned_warps = None if aligned_rows or itemsize != 4 else _unaligned_tile_warps(T, t_pow2, N,
+                                                                                       unaligned_whole_tiles)
     eight_warps = (aligned_rows and (listed or partial_light_tile)) or unaligned_warps == 8
     if T > 256 or itemsize not in (2, 4) or (wide_scan and t_pow2 == 256 and not eight_warps):
         return None
@@ -291,20 +292,19 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
     return explicit_tile(T, 2) if unaligned else None
 
 
-def _unaligned_tile_warps(T: int, N: int, unaligned_whole_tiles: tuple) -> Optional[int]:
+def _unaligned_tile_warps(T: int, t_pow2: int, N: int, unaligned_whole_tiles: tuple) -> Optional[int]:
     """The warps of the explicit-layout tile, two environments per thread, that holds a float32 ``[T, N]``
     sequence in rows not 16 elements apart whole, or ``None`` (the Triton tiles): from the first entry
     ``(most steps, from this many environments, warps)`` of ``unaligned_whole_tiles`` whose tile length
-    (its most steps rounded up to a power of two) is T's and that takes T steps and N environments.
+    (its most steps rounded up to a power of two) is ``t_pow2``, T's, and that takes T steps and N environments.
     Measured over the Triton tiles on an H200: 129-256 steps on eight warps, GAE 1.60-3.32x and Retrace
     0.96-1.91x at any width, V-trace 1.33-2.10x from 5000 environments (docs/perf.md, "Eight environments
     per thread, the short tiles' edges"); 65-128 steps, Retrace on eight warps 1.12-1.80x at any width;
     GAE's 65-90 steps on four warps from 4096 environments 1.11-1.80x (96-100 steps lost 0.97-0.98x from
     16390 environments; docs/perf.md, "Successor values in rows not 16 elements apart, persistent
     look-back tiles")."""
-    length = triton.next_power_of_2(T)
     return next((warps for most, least, warps in unaligned_whole_tiles
-                 if triton.next_power_of_2(most) == length and T <= most and N >= least), None)
+                 if triton.next_power_of_2(most) == t_pow2 and T <= most and N >= least), None)
 
 
 def held_whole_before_the_walks(N: int, t_pow2: int, itemsize: int, wide_scan: bool, light_steps: bool,
