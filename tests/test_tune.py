@@ -505,25 +505,19 @@ def test_rows_not_16_apart_take_successors_from_runs_where_they_measured_faster(
 
 
 @pytest.mark.parametrize("estimator,N,aligned", [("gae", 13, False), ("gae", 16, True), ("vtrace", 13, False)])
-def test_launch_tells_the_successor_rule_the_rows_alignment_and_the_scan(monkeypatch, device, estimator, N,
-                                                                        aligned):
+def test_launch_tells_the_successor_rule_the_rows_alignment_and_the_scan(monkeypatch, estimator, N, aligned):
     """``_launch.launch`` passes ``successors_from_runs`` whether the first input's rows start a
     multiple of 16 elements apart and whether the kernel scans four values (``wide_scan``), for a
     tile in thread runs."""
     import kernels
+    from conftest import call, make_inputs
     from kernels import LaunchConfig, _launch
 
     seen = []
     rule = _launch.successors_from_runs
     monkeypatch.setattr(_launch, "successors_from_runs", lambda *args: seen.append(args[3:]) or rule(*args))
     getattr(kernels, estimator).plans.clear()  # a GPU call replays the plan of an earlier call of this shape
-    T, config = 24, LaunchConfig(32, 16, 4, latest_first=True, thread_runs=True)
-    rewards, values, log_rhos = (torch.randn(T, N, device=device) for _ in range(3))
-    terminated, bootstrap = torch.rand(T, N, device=device) < 0.1, torch.randn(N, device=device)
-    if estimator == "gae":
-        kernels.gae(rewards, values, terminated, bootstrap, config=config)
-    else:
-        kernels.vtrace(rewards, values, 0.3 * log_rhos, terminated, bootstrap, config=config)
+    call(kernels, make_inputs(estimator, 24, N), config=LaunchConfig(32, 16, 4, latest_first=True, thread_runs=True))
     assert seen == [(aligned, estimator == "vtrace")]
 
 
