@@ -410,6 +410,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if light_steps and itemsize == 2:
             return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
+    run_tile = _wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else None
+    if run_tile is not None:
+        return run_tile
     if N >= 512:
         if itemsize == 4 and N < 4096 and not wide_scan:
             longer = _longer_tiles_below_4096_envs(T, N, successor_rows, narrow_short_tiles, long_run_tiles,
@@ -444,6 +447,29 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
+
+
+def _wide_scan_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Optional[LaunchConfig]:
+    """V-trace's (``wide_scan``) look-back tiles in thread runs for ``[T, N]`` sequences of more than
+    256 steps where it does not walk, their successor values from the runs (``successors_from_runs``):
+
+    * 16- and 32-bit floats from 16 to 511 environments: 16 wide on four warps, 256 steps where the
+      tiles make one column (at most 16 environments), 128 where they make more;
+    * from 512 to 2047 environments in 16-aligned rows: 128 x 32 on four warps, float32 from 257 steps,
+      16-bit floats from 513.
+
+    H200, inputs from DRAM, against the tiles before (two-warp 16 x 32 and 128 x 16 in Triton's
+    layout, 256 x 16 on eight from 65536 steps, bf16 64 x 16 on two): 1.04-2.51x on 30 cells, bf16
+    0.93x at 300 x 1024 (docs/perf.md, "V-trace's look-back tiles in thread runs"). ``None``
+    elsewhere: 64-bit floats, fewer than 16 environments, and rows not 16 elements apart from 512
+    environments, where these tiles ran 0.67-0.84x."""
+    if itemsize not in (2, 4) or N < 16:
+        return None
+    if N < 512:
+        return LaunchConfig(256 if N <= 16 else 128, 16, num_warps=4, lookback=True, thread_runs=True)
+    if N < 2048 and aligned_rows and T > (256 if itemsize == 4 else 512):
+        return LaunchConfig(128, 32, num_warps=4, lookback=True, thread_runs=True)
+    return None
 
 
 def fills_waves(programs: int, per_multiprocessor: int) -> bool:

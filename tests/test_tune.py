@@ -138,7 +138,8 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     chunks deep in 128 x 64 tiles on four warps for ``LONG_RUN_TILES`` kernels (the light kernels
     from 2048 steps, 64 x 32 on two warps three chunks deep below); 64 x 64 on four warps otherwise
     (H200 sweeps). ``[N, T]`` storage, float64, fewer environments and one-chunk sequences keep
-    their tiles."""
+    their tiles, except V-trace's look-back tiles for fewer environments, which are in thread runs
+    too (``test_vtrace_look_back_tiles_in_thread_runs``)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -162,7 +163,7 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
             assert not config(estimator, T, N, True, itemsize).thread_runs
         assert not config(estimator, T, N, False, 8).thread_runs
     for N, T in [(16, 1 << 20), (256, 8192)]:
-        assert not config(estimator, T, N, False, 4).thread_runs
+        assert config(estimator, T, N, False, 4).thread_runs == traits["wide_scan"]
     assert not config(estimator, 256, 8192, False, 8).thread_runs
 
 
@@ -258,9 +259,10 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     """From 512 to 8191 environments, where the longer tiles below 4096 environments do not apply
     (``test_longer_tiles_below_4096_environments``), float32 ``[T, N]`` sequences longer than one
     chunk take two-warp look-back tiles in thread runs: 64 x 32 for kernels with
-    ``LONG_RUN_TILES``, 32 x 32 otherwise; V-trace keeps its 16 x 32 tiles below 2048 environments
-    (``test_vtrace_walks_from_2048_environments``; and the light kernels, in rows that are not
-    16-aligned, their one-warp tiles from 4096 environments; H200 before-and-after runs). 64-bit floats keep their tiles (16-bit floats:
+    ``LONG_RUN_TILES``, 32 x 32 otherwise; V-trace 128 x 32 on four warps below 2048 environments
+    (``test_vtrace_look_back_tiles_in_thread_runs``) and walks from there
+    (``test_vtrace_walks_from_2048_environments``); the light kernels, in rows that are not
+    16-aligned, keep their one-warp tiles from 4096 environments (H200 before-and-after runs). 64-bit floats keep their tiles (16-bit floats:
     ``test_half_float_look_back_tiles``). ``LONG_RUN_TILES`` kernels walk from 4096 environments, the
     others from 3840 to 4224 (``test_one_wave_walks_around_4096_environments``)."""
     from kernels import LaunchConfig
@@ -274,7 +276,9 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
             continue  # longer tiles (test_longer_tiles_below_4096_environments)
         if (traits["long_run_tiles"] and N >= 4096) or (traits["wide_scan"] and N >= 2048):
             assert not c.lookback, (N, T, c)  # walks (test_long_run_kernels_walk_from_4096_environments)
-        elif traits["wide_scan"] or (traits["light_steps"] and N >= 4096):
+        elif traits["wide_scan"]:
+            assert c == LaunchConfig(128, 32, 4, lookback=True, latest_first=True, thread_runs=True), (N, T)
+        elif traits["light_steps"] and N >= 4096:
             assert not c.thread_runs, (N, T, c)
         else:
             block_t = 64 if traits["long_run_tiles"] else 32
@@ -303,8 +307,10 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     environments or up to 2^20 elements; the others whole sequences of up to 1024 steps and 2^20
     elements on 8 warps (the light kernels only in 16-aligned rows: N = 1000 is not), else 128 x 32
     look-back tiles (``LONG_RUN_TILES``) or, in 16-aligned rows, 256 x 32 on 8 warps (lambda
-    returns). All in thread runs. V-trace keeps its short tiles, or from 2048 environments in
-    16-aligned rows walks (``test_vtrace_walks_from_2048_environments``)."""
+    returns). All in thread runs. V-trace takes its own look-back tiles below 2048 environments in
+    16-aligned rows (``test_vtrace_look_back_tiles_in_thread_runs``), keeps its short tiles in rows that
+    are not, and walks from 2048 environments in 16-aligned rows
+    (``test_vtrace_walks_from_2048_environments``)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -314,8 +320,9 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     for (T, N), shapes in LONGER_TILES.items():
         shape = None if group == "vtrace" else shapes.get(group, shapes.get("other"))
         c = config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
-        if group == "vtrace" and N >= 2048 and N % 16 == 0:
-            assert not c.lookback, (T, N, c)
+        if group == "vtrace" and N % 16 == 0:
+            assert not c.lookback if N >= 2048 else c == LaunchConfig(128, 32, 4, lookback=True, latest_first=True,
+                                                                       thread_runs=True), (T, N, c)
         elif shape is None:
             assert c.block_t <= 32, (T, N, c)
         else:
@@ -345,6 +352,36 @@ def test_vtrace_walks_from_2048_environments(compiled_block_shapes, estimator):
         for T, N, itemsize in [(4096, 2047, 4), (3000, 3000, 4), (4096, 4096, 2), (4096, 4096, 8), (4096, 8192, 4)]:
             c = launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=N % 16 == 0)
             assert c not in (narrow, wide), (T, N, itemsize)
+
+
+def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
+    """V-trace's ``[T, N]`` sequences of more than 256 steps where it does not walk take four-warp
+    look-back tiles in thread runs (``_launch._wide_scan_run_tile``; H200, inputs from DRAM, 1.06-2.63x
+    on 22 held-out cells): from 16 to 511 environments 16 wide, 256 steps where they make one column of
+    tiles and 128 where they make more (16- and 32-bit floats, any rows); from 512 to 2047
+    environments in 16-aligned rows 128 x 32 (float32, 16-bit floats from 513 steps). Rows not 16
+    elements apart from 512 environments, fewer than 16 environments, 64-bit floats and ``[N, T]``
+    storage keep their tiles."""
+    from kernels import LaunchConfig
+
+    config = compiled_block_shapes.estimator_config
+
+    def tile(block_t, block_n):
+        return LaunchConfig(block_t, block_n, 4, lookback=True, latest_first=True, thread_runs=True)
+
+    for T, N, itemsize, expected in [(1 << 20, 16, 4, tile(256, 16)), (400000, 16, 2, tile(256, 16)),
+                                     (8192, 256, 4, tile(128, 16)), (300, 100, 4, tile(128, 16)),
+                                     (70000, 17, 4, tile(128, 16)), (5000, 150, 2, tile(128, 16)),
+                                     (257, 512, 4, tile(128, 32)), (4096, 1024, 4, tile(128, 32)),
+                                     (2048, 2032, 4, tile(128, 32)), (513, 1024, 2, tile(128, 32))]:
+        assert config("vtrace", T, N, False, itemsize, aligned_rows=N % 16 == 0) == expected, (T, N, itemsize)
+    for T, N, itemsize in [(5000, 700, 4), (3000, 3000, 4), (2048, 8200, 4), (1000, 8, 4), (8192, 512, 8),
+                           (300, 100, 8)]:
+        c = config("vtrace", T, N, False, itemsize, aligned_rows=N % 16 == 0)
+        assert c.lookback and not c.thread_runs, (T, N, itemsize, c)
+    assert config("vtrace", 512, 1024, False, 2) == LaunchConfig(64, 16, 2, lookback=True, latest_first=True,
+                                                                 thread_runs=True)  # bf16 up to 512 steps
+    assert config("vtrace", 8192, 512, True, 4).block_n == 1  # [N, T]: rows of one environment
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -412,12 +449,13 @@ def test_float32_walks_from_7680_environments(compiled_block_shapes, estimator):
 
 HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block_t, block_n, warps) of a look-back
     # tile; "walk": no look-back; None: the look-back tiles as before, not in thread runs
-    (2048, 512): {"long_run": (64, 64, 2), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
-    (1500, 2000): {"long_run": (64, 64, 2), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (2048, 512): {"long_run": (64, 64, 2), "vtrace": (128, 32, 4), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (1500, 2000): {"long_run": (64, 64, 2), "vtrace": (128, 32, 4), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (512, 2000): {"long_run": (64, 64, 2), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
     (4096, 2048): {"long_run": (64, 64, 2), "vtrace": None, "successor": None, "other": (128, 32, 4)},
     (300, 6000): {"long_run": "walk", "vtrace": None, "successor": None, "other": (128, 32, 4)},
     (3000, 3000): {"long_run": None, "vtrace": None, "successor": None, "other": None},  # rows not 16-aligned
-    (2000, 500): {"long_run": None, "vtrace": None, "successor": None, "other": None},  # fewer environments
+    (2000, 500): {"long_run": None, "vtrace": (128, 16, 4), "successor": None, "other": None},  # fewer environments
 }
 
 
@@ -426,8 +464,10 @@ def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
     """16-bit float ``[T, N]`` sequences of more than 256 steps from 512 environments, in 16-aligned
     rows, below the walks, take look-back tiles in thread runs of about float32's bytes (H200, inputs
     from DRAM): 64 x 64 on two warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
-    they start to walk), 64 x 16 on two warps for V-trace and 128 x 32 on four for GAE and Retrace
-    below 2048 environments, 128 x 32 on four for lambda and discounted returns."""
+    they start to walk), 128 x 32 on four for GAE and Retrace below 2048 environments and for V-trace
+    there from 513 steps (64 x 16 on two up to 512: ``test_vtrace_look_back_tiles_in_thread_runs``),
+    128 x 32 on four for lambda and discounted returns. Below 512 environments V-trace's own tiles
+    are in thread runs too."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -468,7 +508,7 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
     ("vtrace", 500, 12000, 4, True),  # float32 walks three deep
     ("gae", 8192, 512, 4, True),  # four-warp look-back tiles: 35.7 -> 34.9
     ("gae", 2048, 2048, 4, False),  # two-warp look-back tiles: 0.94x in rows not 16 apart
-    ("vtrace", 8192, 512, 2, False),  # bf16 two-warp look-back tiles: 0.97x
+    ("vtrace", 8192, 512, 2, True),  # bf16 four-warp look-back tiles, measured with the runs
     ("vtrace", 128, 32768, 4, True),  # one-warp 16-step walks: 27.2 -> 26.7
 ])
 def test_successors_come_from_thread_runs_where_they_measured_faster(compiled_block_shapes, estimator, T, N,
