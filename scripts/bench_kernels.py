@@ -322,6 +322,14 @@ def host_us(fn, device, calls: int) -> float:
     return 1e6 * (time.perf_counter() - t0) / calls
 
 
+def captured_us(fn, sets: list, device, calls: int) -> float:
+    """``host_us`` of ``kernels.capture``'s calls: one captured call per input set, taken in turn (so
+    each reads its inputs from DRAM), as a training loop calls the estimator on buffers it refills in
+    place. On a GPU each call is one CUDA-graph launch; on the CPU it runs the estimator again."""
+    captured = itertools.cycle([kernels.capture(fn, *args, **kwargs) for args, kwargs in sets])
+    return host_us(lambda: next(captured)(), device, calls)
+
+
 GRAPH_CALLS = 20  # calls captured in one CUDA graph for graph_us (at least; one per input set)
 MAX_INPUT_SETS = 256
 
@@ -490,6 +498,8 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
             row.update(status="ok", device_us=us, n_input_sets=len(sets))
             if us <= opts.host_max_us:
                 row["host_us"] = host_us(call, device, opts.host_calls)
+                if impl == "triton":
+                    row["captured_us"] = captured_us(fn, sets, device, opts.host_calls)
             if us <= opts.graph_max_us:
                 floor_us = row["bytes"] / (copy_gbs * 1e9) * 1e6 if copy_gbs else 0.0
                 row["graph_us"] = graph_us(call, device, floor_us, calls=max(GRAPH_CALLS, len(sets)))
@@ -586,7 +596,8 @@ def environment(opts, copy_gbs) -> dict:
     return meta
 
 
-CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "device_us", "host_us", "graph_us", "gbps",
+CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "device_us", "host_us", "captured_us",
+              "graph_us", "gbps",
               "frac_of_copy", "graph_frac_of_copy", "rel_err", "ref_kind", "speedup_vs_sequential", "speedup_vs_compile",
               "speedup_vs_loop", "graph_speedup_vs_sequential", "graph_speedup_vs_compile", "bytes", "first_call_s", "config", "n_input_sets", "check_envs", "note", "error"]
 
@@ -646,7 +657,9 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     lines.append(f"device-to-device copy: {cg:.0f} GB/s (read + write)  " if cg else "copy bandwidth: not measured  ")
     lines.append("Times: median device time per call in us (do_bench, L2 flushed). `x seq` etc.: fused speedup over "
                  "that baseline. `%copy`: fused GB/s (inputs read once + outputs written once) over the copy. "
-                 "`host`: wall us per call, back-to-back (small shapes). `graph`: device-only us per call, "
+                 "`host`: wall us per call, back-to-back (small shapes); `captured`: the same for the call "
+                 "captured by `kernels.capture` and replayed from its CUDA graph (one per input set, in turn). "
+                 "`graph`: device-only us per call, "
                  "replayed from a CUDA graph of one call per input set, at least 20 (small shapes; the sets "
                  "fill three times the L2, so each call reads its inputs from DRAM); `graph %copy` and "
                  "`graph x seq`: the share of the copy and the speedup on those times (where the host call "
@@ -656,8 +669,8 @@ def markdown(meta: dict, rows: list[dict]) -> str:
     ests = list(dict.fromkeys(k[0] for k in cells))
     for est in ests:
         lines += [f"## {est}", "",
-                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | graph triton | graph %copy | graph sequential | graph x seq | graph x compile | rel err |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | captured triton | graph triton | graph %copy | graph sequential | graph x seq | graph x compile | rel err |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for key, impls in cells.items():
             if key[0] != est:
                 continue
@@ -669,7 +682,7 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                 f"| {N}x{T} | {layout} | {dt} | " + " | ".join(_fmt_us(impls.get(i)) for i in IMPLS) + " | "
                 + " | ".join(_fmt_x(tr.get(f"speedup_vs_{b}")) for b in BASELINES)
                 + f" | {_fmt(frac, '{:.0%}')} | {_fmt(tr.get('host_us'), '{:.1f}')}"
-                + f" | {_fmt(tr.get('graph_us'), '{:.1f}')} | {_fmt(tr.get('graph_frac_of_copy'), '{:.0%}')}"
+                + f" | {_fmt(tr.get('captured_us'), '{:.1f}')} | {_fmt(tr.get('graph_us'), '{:.1f}')} | {_fmt(tr.get('graph_frac_of_copy'), '{:.0%}')}"
                 + f" | {_fmt(impls.get('sequential', {}).get('graph_us'), '{:.1f}')}"
                 + f" | {_fmt_x(tr.get('graph_speedup_vs_sequential'))} | {_fmt_x(tr.get('graph_speedup_vs_compile'))}"
                 + f" | {_fmt(max(errs) if errs else None, '{:.0e}')} |")
@@ -691,7 +704,7 @@ def summary(meta: dict, rows: list[dict], max_lines: int = 90) -> str:
     head = (f"{meta.get('device_name')} torch {meta.get('torch')} triton {meta.get('triton')} "
             f"copy {meta.get('copy_gbs') or 0:.0f} GB/s")
     out = [head, f"{'estimator':<19} {'NxT':>12} {'lay':>3} {'triton':>8} {'seq':>8} {'compile':>8} {'loop':>8} "
-                 f"{'x seq':>6} {'x comp':>6} {'x loop':>6} {'%copy':>5} {'host':>5}"]
+                 f"{'x seq':>6} {'x comp':>6} {'x loop':>6} {'%copy':>5} {'host':>5} {'capt':>5}"]
     if len(cells) <= max_lines:
         for (est, dt, layout, N, T), impls in cells.items():
             tr = impls.get("triton", {})
@@ -700,7 +713,8 @@ def summary(meta: dict, rows: list[dict], max_lines: int = 90) -> str:
                 f"{est[:19]:<19} {f'{N}x{T}':>12} {layout:>3} "
                 + " ".join(f"{_fmt_us(impls.get(i)):>8}" for i in IMPLS) + " "
                 + " ".join(f"{_fmt_x(tr.get(f'speedup_vs_{b}')):>6}" for b in BASELINES)
-                + f" {_fmt(frac, '{:.0%}'):>5} {_fmt(tr.get('host_us'), '{:.0f}'):>5}")
+                + f" {_fmt(frac, '{:.0%}'):>5} {_fmt(tr.get('host_us'), '{:.0f}'):>5}"
+                + f" {_fmt(tr.get('captured_us'), '{:.0f}'):>5}")
     else:  # per estimator: geometric-mean speedups over the cells where both ran
         out = [head, f"{'estimator':<19} {'cells':>5} " + " ".join(f"{'gm x ' + b:>14}" for b in BASELINES)
                + f" {'med %copy':>9}"]

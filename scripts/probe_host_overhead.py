@@ -6,8 +6,8 @@ Each probe is the wall time per call of back-to-back calls after a warm-up, with
 at the end (a trainer's view: host cost when the host is slower than the device). Probes: empty
 Triton kernels (Triton's own launch path), ``torch.empty``, and each of ``gae`` / ``vtrace`` /
 ``retrace`` through the three launch paths: a replayed plan (the default), the direct launcher
-without replay, and Triton's ``kernel[grid]`` launch; finally GAE replayed from a CUDA graph
-(device time and graph launch only).
+without replay, and Triton's ``kernel[grid]`` launch; finally each call captured by
+``kernels.capture`` (one CUDA-graph launch per call).
 """
 
 from __future__ import annotations
@@ -96,11 +96,11 @@ def main(argv=None):
     T, N = probe_shape(argv, __doc__.splitlines()[0])
     case = rollout(T, N)
     r, v, q, eq, lr, term, trunc, boot = (case[k] for k in ("r", "v", "q", "eq", "lr", "term", "trunc", "boot"))
-    calls = {
-        "gae": lambda: kernels.gae(r, v, term, boot, truncated=trunc),
-        "vtrace": lambda: kernels.vtrace(r, v, lr, term, boot, truncated=trunc),
-        "retrace": lambda: kernels.retrace(r, q, eq, lr, term, truncated=trunc),
-    }
+    arguments = {"gae": ((r, v, term, boot), {"truncated": trunc}),
+                 "vtrace": ((r, v, lr, term, boot), {"truncated": trunc}),
+                 "retrace": ((r, q, eq, lr, term), {"truncated": trunc})}
+    calls = {name: (lambda name=name, a=a, kw=kw: getattr(kernels, name)(*a, **kw))
+             for name, (a, kw) in arguments.items()}
     ptr_args = [r, 1, 128] * 8 + [1, 2, 3, 4, 5, 6]
     print(f"empty Triton kernel, 1 argument: {per_call_us(lambda: _noop1[(1,)](r)):.1f} us")
     print(f"empty Triton kernel, 30 arguments: {per_call_us(lambda: _noop30[(1,)](*ptr_args, X=1)):.1f} us")
@@ -112,7 +112,7 @@ def main(argv=None):
             print(f"{name} {N}x{T} direct launch, no replay: {per_call_us(fn):.1f} us")
             with direct_launch_off():
                 print(f"{name} {N}x{T} Triton's kernel[grid] launch: {per_call_us(fn):.1f} us")
-    args, kwargs = (r, v, term, boot), {"truncated": trunc}
+    args, kwargs = arguments["gae"]
     plan = next(iter(kernels.gae.plans.values()))
     full = plan.kernel_arguments(args, kwargs, plan.new_outputs(), [])
     stream_handle = _direct_launch.current_stream(0)
@@ -123,20 +123,12 @@ def main(argv=None):
     print(f"  of which the argument list: {per_call_us(lambda: plan.kernel_arguments(args, kwargs, outs, [])):.1f} us")
     print(f"  of which the C launcher alone: {per_call_us(lambda: c.run(plan.programs, 1, 1, stream_handle, c.function, c.metadata, None, None, None, *full, *c.constexpr_values)):.1f} us")
     print(f"  of which device scope + stream: {per_call_us(lambda: (_direct_launch.device_scope(0), _direct_launch.current_stream(0))):.1f} us")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            calls["gae"]()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = calls["gae"]()
-    graph.replay()
-    eager = calls["gae"]()
-    torch.cuda.synchronize()
-    same = all(torch.equal(a, b) for a, b in zip(captured, eager))
-    print(f"gae {N}x{T} from a CUDA graph: {per_call_us(graph.replay, 1000):.1f} us (matches eager: {same})")
+    for name, (a, kw) in arguments.items():
+        eager = calls[name]()
+        captured = kernels.capture(getattr(kernels, name), *a, **kw)
+        same = all(torch.equal(x, y) for x, y in zip(captured(), eager))
+        print(f"{name} {N}x{T} captured (kernels.capture, one CUDA-graph launch): {per_call_us(captured, 1000):.1f} us "
+              f"(matches eager: {same})")
 
 
 if __name__ == "__main__":

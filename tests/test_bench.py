@@ -68,6 +68,18 @@ def test_bench_cpu_mode(tmp_path):
     assert result["meta"]["copy_gbs"] > 0
 
 
+def test_captured_calls_are_timed_where_host_time_is(tmp_path):
+    """Where a cell's host time is measured, the fused kernels' row also has the per-call time of
+    ``kernels.capture``'s calls (``captured_us``), and ``results.md`` shows it."""
+    result = B.main(["--cpu", "--out", str(tmp_path), "--estimators", "gae", "--shapes", "3x5", "--layout", "tn",
+                     "--impls", "triton,loop", "--host-max-us", "1e9", "--host-calls", "3", "--no-copy",
+                     "--no-plots", "--quiet"])
+    rows = {r["impl"]: r for r in result["rows"]}
+    assert rows["triton"]["host_us"] > 0 and rows["triton"]["captured_us"] > 0
+    assert "host_us" in rows["loop"] and "captured_us" not in rows["loop"]
+    assert "captured triton" in (tmp_path / "results.md").read_text()
+
+
 def test_bench_cpu_mode_with_compile(tmp_path):
     # same shape, layout and inputs as test_baselines' first compile case, so the graph is reused
     result = B.main(["--cpu", "--out", str(tmp_path), "--estimators", "gae", "--shapes", "16x8",
@@ -163,7 +175,7 @@ def test_render_rewrites_the_tables_of_a_finished_run(tmp_path):
     B.main(["--render", str(tmp_path / "results.json")])
     md = (tmp_path / "results.md").read_text()
     assert "| 4096x128 | tn | f32 | 30.0 | 40.0 |" in md and "| 4.0x |" in md
-    assert "| 3% | - | 5.0 | 20% | 20.0 | 4.0x |" in md  # %copy, host, graph, graph %copy, graph sequential
+    assert "| 3% | - | - | 5.0 | 20% | 20.0 | 4.0x |" in md  # %copy, host, captured, graph, graph %copy, graph seq.
     with open(tmp_path / "results.csv") as f:
         assert float(next(csv.DictReader(f))["graph_speedup_vs_sequential"]) == pytest.approx(4.0)
 
