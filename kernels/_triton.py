@@ -108,5 +108,29 @@ def _install_row_wise_interpreter_scan() -> None:
     ScanOps.generic_scan = generic_scan
 
 
+def _install_scalar_index_for_older_interpreters() -> None:
+    """Make a scalar tensor's ``__index__`` under Triton's interpreter take its one element.
+
+    The interpreter holds scalars as arrays of shape ``(1,)``; up to Triton 3.6 it turned them into
+    Python ints (a ``range`` bound, e.g. a look-back tile's chunks) by ``int(array)``, which NumPy 2.4
+    refuses for arrays of one dimension. Later Triton squeezes the array first; this does the same for
+    every version, at the point where the interpreter patches ``tl.tensor`` for a kernel call (and
+    restores it after)."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - other Triton layouts keep their own
+        return
+    patch_tensor = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch_tensor is None:  # pragma: no cover
+        return
+
+    def patch_tensor_with_scalar_index(tensor, scope):
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    interpreter._patch_lang_tensor = patch_tensor_with_scalar_index
+
+
 if HAVE_TRITON and INTERPRET:
     _install_row_wise_interpreter_scan()
+    _install_scalar_index_for_older_interpreters()
