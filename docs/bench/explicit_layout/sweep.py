@@ -115,18 +115,27 @@ def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> No
             shown = _launch.choose_config(T, N, False, itemsize=B.DTYPES[dtype_name].itemsize,
                                           aligned_rows=_launch.rows_are_aligned(N), **traits)
             configs = {"triton": shown, **explicit_configs(T)}
-        nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype_name])
-        n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
-        times = B.block_shape_graph_times(est, configs, N, T, "tn", dtype_name, n_sets, warm)
         default = B.config_label(shown)
-        rows.append(dict(estimator=est, T=T, N=N, dtype=dtype_name, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs,
-                         triton=default, times=times))
+        rows.append(time_cell(est, T, N, dtype_name, configs, warm, copy_gbs, f"[{default}] ", triton=default))
         if not warm:
-            print(f"{est} {T}x{N} {dtype_name} [{default}] " + "  ".join(
-                f"{k}=" + "/".join(f"{x:.2f}" if isinstance(x, float) else str(x)[:60] for x in v)
-                for k, v in times.items()), flush=True)
             json.dump(rows, open(out, "w"), indent=1)
     print(f"done in {time.time() - start:.0f} s", flush=True)
+
+
+def time_cell(est: str, T: int, N: int, dtype_name: str, configs: dict, warm: bool, copy_gbs: float,
+              shown: str = "", **fields) -> dict:
+    """One sweep cell's row: ``configs`` (label -> block shape, ``None`` for the kernels' own) checked
+    and timed by ``bench_kernels.block_shape_graph_times`` over input sets filling four times the L2
+    (one when ``warm``, untimed), with ``fields``; printed after ``shown`` unless ``warm``."""
+    nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype_name])
+    n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
+    times = B.block_shape_graph_times(est, configs, N, T, "tn", dtype_name, n_sets, warm)
+    if not warm:
+        print(f"{est} {T}x{N} {dtype_name} {shown}" + "  ".join(
+            f"{k}=" + "/".join(f"{x:.2f}" if isinstance(x, float) else str(x)[:60] for x in v)
+            for k, v in times.items()), flush=True)
+    return dict(estimator=est, T=T, N=N, dtype=dtype_name, sets=n_sets, bytes=nbytes, copy_gbs=copy_gbs, **fields,
+                times=times)
 
 
 if __name__ == "__main__":

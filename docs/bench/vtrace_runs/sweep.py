@@ -2,18 +2,21 @@
 twenty-sixth session (``before``) against look-back tiles in thread runs (``+runs``, the tile's
 successor values from the runs), one process. Each cell checked against the float64 reference first;
 device time per call of calls replayed from a CUDA graph, each call reading its own input set (they cycle
-through four times the L2), two rounds (``../explicit_layout/heldout.py``'s measurement).
+through four times the L2), two rounds (``../explicit_layout/sweep.py``'s ``time_cell``).
 PLAN ``rule``: float32 in 16-aligned rows from 512 to 2047 environments (300-12000 steps), float32 below
 512 environments from 65536 steps, bf16 below 2048 environments.
 
   python docs/bench/vtrace_runs/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 """
 import json
+import os
 import sys
 import time
 
 sys.path.append("scripts")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))  # before this folder
 import bench_kernels as B  # noqa: E402
+import sweep as S  # noqa: E402 - explicit_layout/sweep.py: its cell's measurement
 
 RUNS_TILES = ("256x16w4", "256x32w8", "128x32w4", "512x16w8", "128x16w4")
 PLANS = {
@@ -43,15 +46,8 @@ def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> No
             continue
         labels = {"before": before(T, N, dtype_name), **{t: f"{t}+lookback+latest+runs" for t in RUNS_TILES}}
         configs = {name: B.parse_config_label(label) for name, label in labels.items()}
-        nbytes = B.cell_bytes("vtrace", N, T, B.DTYPES[dtype_name])
-        n_sets = 1 if warm else B.input_set_count(nbytes, "cuda", l2_fills=4, most=200)
-        times = B.block_shape_graph_times("vtrace", configs, N, T, "tn", dtype_name, n_sets, warm)
-        rows.append(dict(estimator="vtrace", T=T, N=N, dtype=dtype_name, sets=n_sets, bytes=nbytes,
-                         copy_gbs=copy_gbs, labels=labels, times=times))
+        rows.append(S.time_cell("vtrace", T, N, dtype_name, configs, warm, copy_gbs, labels=labels))
         if not warm:
-            print(f"vtrace {T}x{N} {dtype_name} " + "  ".join(
-                f"{k}=" + "/".join(f"{x:.2f}" if isinstance(x, float) else str(x)[:60] for x in v)
-                for k, v in times.items()), flush=True)
             json.dump(rows, open(out, "w"), indent=1)
     print(f"done in {time.time() - start:.0f} s", flush=True)
 
