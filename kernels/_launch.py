@@ -460,9 +460,9 @@ def _wide_scan_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Op
 
     H200, inputs from DRAM, against the tiles before (two-warp 16 x 32 and 128 x 16 in Triton's
     layout, 256 x 16 on eight from 65536 steps, bf16 64 x 16 on two): 1.04-2.51x on 30 cells, bf16
-    0.93x at 300 x 1024 (docs/perf.md, "V-trace's look-back tiles in thread runs"). ``None``
+    0.93x at 300 x 1024 (docs/perf.md, "V-trace's look-back tiles in thread runs, captured calls"). ``None``
     elsewhere: 64-bit floats, fewer than 16 environments, and rows not 16 elements apart from 512
-    environments, where these tiles ran 0.67-0.84x."""
+    environments, where 256 x 16 tiles ran 0.58-0.97x."""
     if itemsize not in (2, 4) or N < 16:
         return None
     if N < 512:

@@ -1,5 +1,5 @@
 """The kernels' own block shapes (``config=None``) on ``[T, N]`` cells where V-trace's float32 look-back
-tiles changed (``_launch.WIDE_SCAN_LOOK_BACK_TILE``), with whatever ``kernels`` is first on PYTHONPATH
+tiles changed (``_launch._wide_scan_run_tile``), with whatever ``kernels`` is first on PYTHONPATH
 (the kernels before the change, or after it), one process per version: ``../explicit_layout/heldout.py``'s
 measurement (device time per call from a CUDA graph, inputs rotated through four times the L2, each cell
 checked against the float64 reference first, two rounds), with these plans added to its own.
