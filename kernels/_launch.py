@@ -121,7 +121,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   successor_rows: bool = False, long_run_tiles: bool = False, deep_walks: bool = False,
                   one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
                   sixteen_warp_rows: bool = False, short_look_back_tiles: bool = False,
-                  aligned_rows: bool = True, explicit_short_tiles: bool = False,
+                  one_column_triton_tiles: bool = False, aligned_rows: bool = True, explicit_short_tiles: bool = False,
                   eight_warp_short_tiles: tuple = (), unaligned_whole_tiles: tuple = ()
                   ) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
@@ -159,7 +159,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     docs/perf.md, "Sixteen-warp rows"); ``short_look_back_tiles`` for kernels whose float32
     ``[T, N]`` sequences of 129-256 steps from 4096 to 8192 environments measured faster in 64 x 32
     four-warp look-back tiles than held whole (Retrace; docs/perf.md, "Look-back tiles for short
-    sequences, and bf16 tiles"); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
+    sequences, and bf16 tiles"); ``one_column_triton_tiles`` for kernels whose float32 ``[T, N]``
+    sequences of at least 65536 steps over 16 environments (one column of look-back tiles) measured
+    slower in every thread-run tile tried (Retrace: :func:`_few_env_run_tile`); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
     start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
     tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
@@ -231,7 +233,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       32 x 64 for their 16-bit floats). V-trace takes two-warp 16 x 32 tiles (float64 from 8192
       environments with ``aligned_rows``: a pipelined 32 x 16 walk). Fewer environments take long
       look-back tiles (16 environments wide, so they look back a window of tiles at a time:
-      ``_scan``).
+      ``_scan``), in thread runs for 16- and 32-bit floats from 16 environments
+      (:func:`_wide_scan_run_tile`, :func:`_few_env_run_tile`).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles, light_steps,
@@ -241,7 +244,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
         return explicit
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
-                          sixteen_warp_rows, short_look_back_tiles, aligned_rows)
+                          sixteen_warp_rows, short_look_back_tiles, one_column_triton_tiles, aligned_rows)
     return in_step_order(config, time_contiguous, latest_first)
 
 
@@ -340,7 +343,7 @@ def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: boo
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
                  one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, sixteen_warp_rows: bool,
-                 short_look_back_tiles: bool, aligned_rows: bool) -> LaunchConfig:
+                 short_look_back_tiles: bool, one_column_triton_tiles: bool, aligned_rows: bool) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -410,7 +413,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if light_steps and itemsize == 2:
             return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
-    run_tile = _wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else None
+    run_tile = (_wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else
+                _few_env_run_tile(T, N, itemsize, aligned_rows, successor_rows, long_run_tiles,
+                                  one_column_triton_tiles))
     if run_tile is not None:
         return run_tile
     if N >= 512:
@@ -470,6 +475,38 @@ def _wide_scan_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Op
     if N < 2048 and aligned_rows and T > (256 if itemsize == 4 else 512):
         return LaunchConfig(128, 32, num_warps=4, lookback=True, thread_runs=True)
     return None
+
+
+def _few_env_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool, successor_rows: bool,
+                      long_run_tiles: bool, one_column_triton_tiles: bool) -> Optional[LaunchConfig]:
+    """The look-back tiles in thread runs, 16 environments wide, of the kernels without ``wide_scan``
+    (V-trace's: :func:`_wide_scan_run_tile`) for ``[T, N]`` sequences of more than 256 steps from 16 to
+    511 environments, 16- and 32-bit floats:
+
+    * one column of tiles (16 environments) from 65536 steps: 1024 steps on eight warps, fewer tiles to
+      look back over; not float32 with ``one_column_triton_tiles`` (Retrace: 0.82-0.89x in every tile tried);
+    * else four warps, as many steps as measured best for each kernel: ``long_run_tiles``
+      (``linear_scan``, eligibility traces, episodic sums) 512 from 4096 steps in 16-aligned rows, else
+      256;
+      ``successor_rows`` (GAE, Retrace) float32 128, 16-bit floats 256 in 16-aligned rows and 128 in
+      others; lambda and discounted returns 256.
+
+    H200, inputs from DRAM, against 256 x 16 (512 x 16 from 65536 steps) four-warp tiles in Triton's
+    layout: docs/perf.md, "The other kernels' look-back tiles in thread runs". ``None`` for 64-bit floats
+    and fewer than 16 environments."""
+    if itemsize not in (2, 4) or not 16 <= N < 512:
+        return None
+    if N <= 16 and T >= 65536:
+        if itemsize == 4 and one_column_triton_tiles:
+            return None
+        return LaunchConfig(1024, 16, num_warps=8, lookback=True, thread_runs=True)
+    if long_run_tiles:
+        steps = 512 if aligned_rows and T >= 4096 else 256
+    elif successor_rows:
+        steps = 256 if itemsize == 2 and aligned_rows else 128
+    else:
+        steps = 256
+    return LaunchConfig(steps, 16, num_warps=4, lookback=True, thread_runs=True)
 
 
 def fills_waves(programs: int, per_multiprocessor: int) -> bool:
@@ -584,7 +621,8 @@ def kernel_traits(estimator: str) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
-    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS`` and ``SHORT_LOOK_BACK_TILES``
+    ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS``, ``SHORT_LOOK_BACK_TILES`` and
+    ``ONE_COLUMN_TRITON_TILES``
     (default false); ``EIGHT_WARP_SHORT_TILES`` and ``UNALIGNED_WHOLE_TILES``
     (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
@@ -602,6 +640,7 @@ def kernel_traits(estimator: str) -> dict:
             "narrow_short_tiles": getattr(module, "NARROW_SHORT_TILES", False),
             "sixteen_warp_rows": getattr(module, "SIXTEEN_WARP_ROWS", False),
             "short_look_back_tiles": getattr(module, "SHORT_LOOK_BACK_TILES", False),
+            "one_column_triton_tiles": getattr(module, "ONE_COLUMN_TRITON_TILES", False),
             "eight_warp_short_tiles": getattr(module, "EIGHT_WARP_SHORT_TILES", ()),
             "unaligned_whole_tiles": getattr(module, "UNALIGNED_WHOLE_TILES", ()),
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}

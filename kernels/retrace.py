@@ -39,6 +39,9 @@ NARROW_SHORT_TILES = True
 # Float32 [T, N] sequences of 129-256 steps from 4096 to 8192 environments: 64 x 32 four-warp
 # look-back tiles (_launch.choose_config).
 SHORT_LOOK_BACK_TILES = True
+# Float32 [T, N] sequences of 65536 steps and more over 16 environments: 512 x 16 four-warp look-back
+# tiles in Triton's layout, not the other kernels' tiles in thread runs (_launch.choose_config).
+ONE_COLUMN_TRITON_TILES = True
 # [T, N] sequences held whole in explicit-layout tiles: eight warps along time instead of four, at these
 # (float bytes, tile length, fewer environments than; None: any): float32 65-256 steps, 16-bit floats
 # 129-256 (_launch.choose_config).

@@ -628,38 +628,47 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
         assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[dtype]
 
 
+# Sequences longer than this are run this long with the block shape chosen for their length: enough for
+# three tiles of the longest (1024 steps), the last partial.
+LONGEST_RUN = 2600
+
+
 @pytest.mark.parametrize("T,width", [(300, 600), (1000, 1000), (1500, 600), (700, 1500), (600, 3000), (700, 2048),
-                                     (600, 16), (400, 100)])
+                                     (600, 16), (400, 100), (4096, 32), (65536, 16)])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
     """The float32 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps up to
     4095 environments (``choose_config`` for ``width`` environments: 128-step look-back tiles 16
     or 32 environments wide, 256 x 32 ones, whole sequences of up to 1024 steps 8 wide, V-trace's
-    64 x 16 walks from 2048 environments, its look-back tiles in thread runs below, 256 x 16 at 16
-    environments) give the reference's answer, with partial tiles in time and environments."""
+    64 x 16 walks from 2048 environments, the look-back tiles in thread runs below 512 environments,
+    128-512 x 16 on four warps, and of one column of 16 environments from 65536 steps, 1024 x 16 on
+    eight) give the reference's answer, with partial tiles in time and environments (at most
+    ``LONGEST_RUN`` steps)."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, 4)
     N = 67 if DEVICE == "cuda" else config.block_n + 3
-    tm = make_inputs(op, T, N, seed=seed_of("longer_tn", op_case, T, width), **kw)
+    tm = make_inputs(op, min(T, LONGEST_RUN), N, seed=seed_of("longer_tn", op_case, T, width), **kw)
     ref = call(R, upcast(tm))
     out = call(kernels, tm, config=config)
     for o, r in zip(out, ref):
         assert rel_err(o, r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008), (600, 100)])
+@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008), (600, 100), (600, 32), (65536, 16)])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
     """The bf16 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps (``choose_config``
     for ``width`` environments: from 512, look-back tiles in thread runs, 64 x 64 and 64 x 16 on two
     warps, 128 x 32 on four; GAE, V-trace and Retrace from 2048 environments their one- and two-warp
-    tiles; below 512 the long look-back tiles, V-trace's 128 x 16 in thread runs) give the reference's
-    answer, with partial tiles in time and environments."""
+    tiles; below 512 look-back tiles in thread runs 16 wide, 128-512 steps on four warps, 1024 on
+    eight for one column from 65536 steps) give the reference's answer, with partial tiles in time and
+    environments (at most ``LONGEST_RUN`` steps)."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, 2)
     assert config.lookback, config
     N = 67 if DEVICE == "cuda" else config.block_n + 3
-    tm = make_inputs(op, T, N, seed=seed_of("half_float_tn", op_case, T, width), dtype=torch.bfloat16, **kw)
+    tm = make_inputs(op, min(T, LONGEST_RUN), N, seed=seed_of("half_float_tn", op_case, T, width),
+                     dtype=torch.bfloat16, **kw)
     ref = call(R, upcast(tm))
     out = call(kernels, tm, config=config)
     for o, r in zip(out, ref):

@@ -137,9 +137,9 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     fill their waves: ``test_vtrace_walks_from_8192_environments_by_waves``); in 16-bit floats, four
     chunks deep in 128 x 64 tiles on four warps for ``LONG_RUN_TILES`` kernels (the light kernels
     from 2048 steps, 64 x 32 on two warps three chunks deep below); 64 x 64 on four warps otherwise
-    (H200 sweeps). ``[N, T]`` storage, float64, fewer environments and one-chunk sequences keep
-    their tiles, except V-trace's look-back tiles for fewer environments, which are in thread runs
-    too (``test_vtrace_look_back_tiles_in_thread_runs``)."""
+    (H200 sweeps). ``[N, T]`` storage, float64 and one-chunk sequences keep their tiles; the
+    look-back tiles of fewer environments are in thread runs too, but Retrace's float32 ones of one
+    column (``test_vtrace_look_back_tiles_in_thread_runs``, ``test_few_env_look_back_tiles_in_thread_runs``)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -162,9 +162,10 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
                 *shape, num_stages=stages, latest_first=reverse, thread_runs=True), (N, T, itemsize)
             assert not config(estimator, T, N, True, itemsize).thread_runs
         assert not config(estimator, T, N, False, 8).thread_runs
-    for N, T in [(16, 1 << 20), (256, 8192)]:
-        assert config(estimator, T, N, False, 4).thread_runs == traits["wide_scan"]
+    assert config(estimator, 1 << 20, 16, False, 4).thread_runs != traits["one_column_triton_tiles"]
+    assert config(estimator, 8192, 256, False, 4).thread_runs
     assert not config(estimator, 256, 8192, False, 8).thread_runs
+    assert not config(estimator, 8192, 256, False, 8).thread_runs
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -384,6 +385,50 @@ def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
     assert config("vtrace", 8192, 512, True, 4).block_n == 1  # [N, T]: rows of one environment
 
 
+@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if e != "vtrace"])
+def test_few_env_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator):
+    """Below 512 environments the kernels other than V-trace take ``[T, N]`` sequences of more than
+    256 steps in 16-wide look-back tiles in thread runs (``_launch._few_env_run_tile``; H200, inputs
+    from DRAM): one column of 16 environments from 65536 steps 1024 x 16 on eight warps (Retrace's
+    float32 keeps 512 x 16 on four in Triton's layout); else four warps, 512 steps for the
+    ``LONG_RUN_TILES`` kernels from 4096 steps in 16-aligned rows (else 256), 128 for GAE's and Retrace's float32
+    (16-bit floats 256 in 16-aligned rows, 128 in others), 256 for lambda and discounted returns.
+    Fewer than 16 environments, 64-bit floats, ``[N, T]`` storage and 512 environments keep their tiles."""
+    from kernels import LaunchConfig
+
+    config = compiled_block_shapes.estimator_config
+    traits = compiled_block_shapes.kernel_traits(estimator)
+    assert traits["one_column_triton_tiles"] == (estimator == "retrace")
+    reverse = estimator not in FORWARD_ONLY
+
+    def tile(block_t, warps=4):
+        return LaunchConfig(block_t, 16, warps, lookback=True, latest_first=reverse, thread_runs=True)
+
+    def steps(T, itemsize, aligned):
+        if traits["long_run_tiles"]:
+            return 512 if aligned and T >= 4096 else 256
+        if traits["successor_rows"]:
+            return 256 if itemsize == 2 and aligned else 128
+        return 256
+
+    for T, N in [(8192, 256), (300, 400), (2048, 64), (3000, 100), (70000, 17), (100000, 24), (4096, 16),
+                 (20000, 496), (65535, 16)]:
+        for itemsize in (4, 2):
+            aligned = N % 16 == 0
+            assert config(estimator, T, N, False, itemsize, aligned_rows=aligned) == tile(
+                steps(T, itemsize, aligned)), (T, N, itemsize)
+    for T in (65536, 1 << 20):
+        assert config(estimator, T, 16, False, 2) == tile(1024, 8)
+        expected = LaunchConfig(512, 16, 4, lookback=True, latest_first=reverse) if estimator == "retrace" else tile(1024, 8)
+        assert config(estimator, T, 16, False, 4) == expected
+    for T, N, itemsize in [(1 << 20, 8, 4), (8192, 256, 8), (4096, 15, 2)]:
+        assert not config(estimator, T, N, False, itemsize).thread_runs, (T, N, itemsize)
+    assert config(estimator, 8192, 256, True, 4).block_n == 1  # [N, T]: rows of one environment
+    for itemsize in (4, 2):
+        assert compiled_block_shapes._few_env_run_tile(8192, 512, itemsize, True, traits["successor_rows"],
+                                                       traits["long_run_tiles"], False) is None
+
+
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_vtrace_walks_from_8192_environments_by_waves(compiled_block_shapes, estimator):
     """From 8192 environments V-trace walks float32 ``[T, N]`` sequences in 16-aligned rows 64 x 64 on
@@ -455,7 +500,8 @@ HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block
     (4096, 2048): {"long_run": (64, 64, 2), "vtrace": None, "successor": None, "other": (128, 32, 4)},
     (300, 6000): {"long_run": "walk", "vtrace": None, "successor": None, "other": (128, 32, 4)},
     (3000, 3000): {"long_run": None, "vtrace": None, "successor": None, "other": None},  # rows not 16-aligned
-    (2000, 500): {"long_run": None, "vtrace": (128, 16, 4), "successor": None, "other": None},  # fewer environments
+    (2000, 500): {"long_run": (256, 16, 4), "vtrace": (128, 16, 4), "successor": (128, 16, 4),
+                  "other": (256, 16, 4)},  # fewer environments, rows not 16-aligned: test_few_env_look_back_tiles_in_thread_runs
 }
 
 
@@ -466,8 +512,8 @@ def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
     from DRAM): 64 x 64 on two warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
     they start to walk), 128 x 32 on four for GAE and Retrace below 2048 environments and for V-trace
     there from 513 steps (64 x 16 on two up to 512: ``test_vtrace_look_back_tiles_in_thread_runs``),
-    128 x 32 on four for lambda and discounted returns. Below 512 environments V-trace's own tiles
-    are in thread runs too."""
+    128 x 32 on four for lambda and discounted returns. Below 512 environments every kernel's tiles
+    are 16 wide."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)

@@ -1,0 +1,67 @@
+"""The ``[T, N]`` look-back tiles of more than 256 steps below 1024 environments of every kernel but
+V-trace (GAE, Retrace, lambda and discounted returns, eligibility traces, episodic sums, ``linear_scan``):
+the kernels' own block shape (``before``) against four-warp and eight-warp look-back tiles in thread runs
+(the kernels' own tile with its block shape, warps and ``thread_runs`` replaced), one process. Each cell
+checked against the float64 reference first; device time per call of calls replayed from a CUDA graph, each
+call reading its own input set (they cycle through four times the L2), two rounds
+(``../explicit_layout/sweep.py``'s ``time_cell``).
+PLAN ``few``: 16-511 environments, where the kernels took 256 x 16 (512 x 16 from 65536 steps) four-warp
+tiles in Triton's layout, and 512-1023 environments, where they take thread-run tiles already; float32 and
+bf16.
+
+  python docs/bench/lookback_runs/sweep.py PLAN OUT.json [warm SHARD SHARDS]
+"""
+import dataclasses
+import json
+import os
+import sys
+import time
+
+sys.path.append("scripts")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))  # before this folder
+import bench_kernels as B  # noqa: E402
+import sweep as S  # noqa: E402 - explicit_layout/sweep.py: its cell's measurement
+
+ESTIMATORS = ("gae", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
+              "episodic_prefix_sum", "linear_scan")
+# (block_t, block_n, warps) of the look-back tiles in thread runs tried; 32-wide ones from 32 environments.
+RUNS_TILES = ((128, 16, 4), (256, 16, 4), (512, 16, 4), (512, 16, 8), (1024, 16, 8), (256, 16, 2),
+              (128, 32, 4), (256, 32, 8))
+F32_CELLS = ((1048576, 16), (262144, 16), (100000, 24), (131072, 32), (65536, 64), (20000, 48), (32768, 128),
+             (16384, 256), (8192, 256), (4096, 128), (2048, 64), (3000, 100), (1000, 300), (500, 200), (300, 400),
+             (5000, 480), (12000, 200), (2048, 496), (8192, 512), (4096, 768), (2000, 1000), (10000, 512),
+             (600, 640))
+BF16_CELLS = ((1048576, 16), (16384, 256), (4096, 128), (3000, 100), (65536, 64), (8192, 512))
+PLANS = {"few": [(est, T, N, "f32") for est in ESTIMATORS for T, N in F32_CELLS]
+         + [(est, T, N, "bf16") for est in ESTIMATORS for T, N in BF16_CELLS]}
+
+
+def candidates(est: str, T: int, N: int, dtype_name: str) -> dict:
+    """Label -> block shape: the kernels' own (``before``) and the thread-run look-back tiles, each the
+    kernels' own with its shape replaced (so a tile keeps its kernel's step order)."""
+    own = B.default_config(est, N, T, "tn", B.DTYPES[dtype_name])
+    tiles = {"before": own}
+    for block_t, block_n, warps in RUNS_TILES:
+        if block_n <= max(16, N):
+            tile = dataclasses.replace(own, block_t=block_t, block_n=block_n, num_warps=warps, lookback=True,
+                                       num_stages=1, thread_runs=True, explicit_layout=False)
+            tiles[f"{block_t}x{block_n}w{warps}"] = tile
+    return tiles
+
+
+def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
+    copy_gbs = 0.0 if warm else B.copy_bandwidth("cuda", 2**30, 25, 200)
+    rows, start = [], time.time()
+    for i, (est, T, N, dtype_name) in enumerate(PLANS[plan]):
+        if i % shards != shard:
+            continue
+        configs = candidates(est, T, N, dtype_name)
+        before = B.config_label(configs["before"])
+        rows.append(S.time_cell(est, T, N, dtype_name, configs, warm, copy_gbs, f"[{before}] ", before=before))
+        if not warm:
+            json.dump(rows, open(out, "w"), indent=1)
+    print(f"done in {time.time() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3:4] == ["warm"], *(int(a) for a in sys.argv[4:6]))
