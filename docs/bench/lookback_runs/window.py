@@ -3,7 +3,8 @@ environments wide) polls and composes per step of its walk (``_scan.LOOKBACK_WIN
 before any kernel compiles), on cells whose tiles are 16 wide: ``../explicit_layout/heldout.py``'s
 measurement of the kernels' own block shapes (device time per call from a CUDA graph, inputs rotated
 through four times the L2, each cell checked against the float64 reference first), one process per
-window (each with its own TRITON_CACHE_DIR).
+window (each with its own TRITON_CACHE_DIR). PLAN ``window``: every kernel on six float32 cells of
+16-512 environments and three bf16 ones at 16 x 2^20; ``cells.py``'s plans (``heldout``) too.
 
   python docs/bench/lookback_runs/window.py WINDOW PLAN TAG OUT.json [warm SHARD SHARDS]
 """
@@ -17,6 +18,8 @@ from kernels._triton import tl  # noqa: E402
 
 _scan.LOOKBACK_WINDOW = tl.constexpr(WINDOW)
 sys.path.append(os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))
+sys.path.append(os.path.dirname(__file__))
+import cells  # noqa: E402,F401 - its plans
 import heldout as H  # noqa: E402
 
 H.PLANS.update({
