@@ -102,11 +102,8 @@ def explicit_configs(T: int, tiles=((2, 4), (4, 4))) -> dict:
 
 
 def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
-    copy_gbs = 0.0 if warm else B.copy_bandwidth("cuda", 2**30, 25, 200)
-    rows, start = [], time.time()
-    for i, (est, T, N, dtype_name) in enumerate(PLANS[plan]):
-        if i % shards != shard:
-            continue
+    def cell_row(cell: tuple, copy_gbs: float) -> dict:
+        est, T, N, dtype_name = cell
         if plan in AGAINST_DEFAULT:
             shown = B.default_config(est, N, T, "tn", B.DTYPES[dtype_name])
             configs = {"default": None, **explicit_configs(T, AGAINST_DEFAULT[plan])}
@@ -116,7 +113,21 @@ def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> No
                                           aligned_rows=_launch.rows_are_aligned(N), **traits)
             configs = {"triton": shown, **explicit_configs(T)}
         default = B.config_label(shown)
-        rows.append(time_cell(est, T, N, dtype_name, configs, warm, copy_gbs, f"[{default}] ", triton=default))
+        return time_cell(est, T, N, dtype_name, configs, warm, copy_gbs, f"[{default}] ", triton=default)
+
+    run_plan(PLANS[plan], cell_row, out, warm, shard, shards)
+
+
+def run_plan(cells: list, cell_row, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
+    """A sweep's loop: this shard's ``cells`` (every ``shards``-th from ``shard``), each made a row by
+    ``cell_row(cell, copy_gbs)`` after the copy bandwidth is measured, the rows written to ``out`` as
+    they come; ``warm``: no copy, nothing written (the rows only fill the compile cache)."""
+    copy_gbs = 0.0 if warm else B.copy_bandwidth("cuda", 2**30, 25, 200)
+    rows, start = [], time.time()
+    for i, cell in enumerate(cells):
+        if i % shards != shard:
+            continue
+        rows.append(cell_row(cell, copy_gbs))
         if not warm:
             json.dump(rows, open(out, "w"), indent=1)
     print(f"done in {time.time() - start:.0f} s", flush=True)

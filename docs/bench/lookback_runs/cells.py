@@ -17,8 +17,7 @@ import sys
 sys.path.append(os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))
 import heldout as H  # noqa: E402
 
-ESTIMATORS = ("gae", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
-              "episodic_prefix_sum", "linear_scan")
+ESTIMATORS = tuple(est for est in H.B.SPECS if est != "vtrace")
 H.PLANS.update({
     "heldout": [(est, T, N, dtype) for est in ESTIMATORS for T, N, dtype in (
         (500000, 16, "f32"), (100000, 16, "f32"), (30000, 16, "f32"), (4096, 16, "f32"), (50000, 40, "f32"),

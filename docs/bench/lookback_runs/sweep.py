@@ -12,18 +12,15 @@ bf16.
   python docs/bench/lookback_runs/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 """
 import dataclasses
-import json
 import os
 import sys
-import time
 
 sys.path.append("scripts")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))  # before this folder
 import bench_kernels as B  # noqa: E402
 import sweep as S  # noqa: E402 - explicit_layout/sweep.py: its cell's measurement
 
-ESTIMATORS = ("gae", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
-              "episodic_prefix_sum", "linear_scan")
+ESTIMATORS = tuple(est for est in B.SPECS if est != "vtrace")
 # (block_t, block_n, warps) of the look-back tiles in thread runs tried; 32-wide ones from 32 environments.
 RUNS_TILES = ((128, 16, 4), (256, 16, 4), (512, 16, 4), (512, 16, 8), (1024, 16, 8), (256, 16, 2),
               (128, 32, 4), (256, 32, 8))
@@ -50,17 +47,12 @@ def candidates(est: str, T: int, N: int, dtype_name: str) -> dict:
 
 
 def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
-    copy_gbs = 0.0 if warm else B.copy_bandwidth("cuda", 2**30, 25, 200)
-    rows, start = [], time.time()
-    for i, (est, T, N, dtype_name) in enumerate(PLANS[plan]):
-        if i % shards != shard:
-            continue
-        configs = candidates(est, T, N, dtype_name)
+    def cell_row(cell: tuple, copy_gbs: float) -> dict:
+        configs = candidates(*cell)
         before = B.config_label(configs["before"])
-        rows.append(S.time_cell(est, T, N, dtype_name, configs, warm, copy_gbs, f"[{before}] ", before=before))
-        if not warm:
-            json.dump(rows, open(out, "w"), indent=1)
-    print(f"done in {time.time() - start:.0f} s", flush=True)
+        return S.time_cell(*cell, configs, warm, copy_gbs, f"[{before}] ", before=before)
+
+    S.run_plan(PLANS[plan], cell_row, out, warm, shard, shards)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,8 @@ PLAN ``rule``: float32 in 16-aligned rows from 512 to 2047 environments (300-120
 
   python docs/bench/vtrace_runs/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 """
-import json
 import os
 import sys
-import time
 
 sys.path.append("scripts")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))  # before this folder
@@ -39,17 +37,13 @@ def before(T: int, N: int, dtype_name: str) -> str:
 
 
 def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
-    copy_gbs = 0.0 if warm else B.copy_bandwidth("cuda", 2**30, 25, 200)
-    rows, start = [], time.time()
-    for i, (T, N, dtype_name) in enumerate(PLANS[plan]):
-        if i % shards != shard:
-            continue
+    def cell_row(cell: tuple, copy_gbs: float) -> dict:
+        T, N, dtype_name = cell
         labels = {"before": before(T, N, dtype_name), **{t: f"{t}+lookback+latest+runs" for t in RUNS_TILES}}
         configs = {name: B.parse_config_label(label) for name, label in labels.items()}
-        rows.append(S.time_cell("vtrace", T, N, dtype_name, configs, warm, copy_gbs, labels=labels))
-        if not warm:
-            json.dump(rows, open(out, "w"), indent=1)
-    print(f"done in {time.time() - start:.0f} s", flush=True)
+        return S.time_cell("vtrace", T, N, dtype_name, configs, warm, copy_gbs, labels=labels)
+
+    S.run_plan(PLANS[plan], cell_row, out, warm, shard, shards)
 
 
 if __name__ == "__main__":
