@@ -676,7 +676,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``,
     ``LATEST_FIRST``, ``TIME_THREADS``; kernels that declare ``RUN_SUCCESSORS`` get it too
-    (:func:`successors_from_runs`).
+    (:func:`successors_from_runs`). ``LOOKBACK`` is 0 without look-back, else the walk's window
+    (:func:`lookback_window`).
     With look-back, ``flags`` holds one zeroed flag per tile, and ``ws`` three
     ``[num_chunks, N]`` planes.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
@@ -705,7 +706,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
         launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
     shuffle_time = shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
-                      LOOKBACK=lookback, NUM_STAGES=1 if lookback else config.num_stages,
+                      LOOKBACK=lookback_window(config.block_n, n_blocks, num_chunks) if lookback else 0,
+                      NUM_STAGES=1 if lookback else config.num_stages,
                       SHUFFLE_TIME=16 // itemsize if shuffle_time else 0,
                       LATEST_FIRST=config.latest_first and not shuffle_time,
                       TIME_THREADS=_time_threads(config, time_contiguous, itemsize))
@@ -766,6 +768,30 @@ def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool, al
     if not (aligned_rows or wide_scan) and config.block_n <= 16:
         return False
     return itemsize < 4 or config.num_stages < 4
+
+
+# Look-back tiles at most this many environments wide walk back over their predecessors a window
+# of tiles at a time: their flags in one polled vector, then the aggregates they need in one tile
+# load. Wider tiles walk back one tile at a time, which measured faster for them (their walks are
+# short, and a window costs a [window, block_n] load and scan per step). A window of 8 beat 16 and
+# 32 where the tiles share the GPU with other columns of environments; a single column, whose walks
+# cross every tile in flight, is faster with more (docs/perf.md, "A wider look-back window for one
+# column of environments").
+WINDOWED_LOOKBACK_MAX_N = 16
+LOOKBACK_WINDOW = 8
+ONE_COLUMN_LOOKBACK_WINDOW = 32
+ONE_COLUMN_WINDOW_FROM_TILES = 32  # with 8-16 tiles the wider window lost 1-12%
+
+
+def lookback_window(block_n: int, n_blocks: int, num_chunks: int) -> int:
+    """The kernels' ``LOOKBACK`` of a look-back launch: how many predecessor tiles a tile's walk
+    polls and composes per step (1: one at a time), for tiles ``block_n`` environments wide in
+    ``n_blocks`` columns of ``num_chunks`` tiles."""
+    if block_n > WINDOWED_LOOKBACK_MAX_N:
+        return 1
+    if n_blocks == 1 and num_chunks >= ONE_COLUMN_WINDOW_FROM_TILES:
+        return ONE_COLUMN_LOOKBACK_WINDOW
+    return LOOKBACK_WINDOW
 
 
 def accumulator(dtype: torch.dtype):

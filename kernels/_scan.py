@@ -348,14 +348,6 @@ def _poll(flag):
     return tl.atomic_add(flag, 0, sem="acquire")
 
 
-# Look-back tiles at most this many environments wide walk back over their predecessors a window
-# of ``LOOKBACK_WINDOW`` tiles at a time: their flags in one polled vector, then the aggregates they
-# need in one tile load. Wider tiles walk back one tile at a time, which measured faster for them
-# (their walks are short, and a window costs a [window, BLOCK_N] load and scan per step).
-WINDOWED_LOOKBACK_MAX_N = tl.constexpr(16)
-LOOKBACK_WINDOW = tl.constexpr(8)
-
-
 @triton.jit
 def _window_states(flags, hi, block, n_blocks, WINDOW: tl.constexpr):
     """Tiles ``hi - WINDOW + 1 .. hi`` of this column of environments (ascending) and their flags;
@@ -418,8 +410,8 @@ def _walk_one_by_one(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, 
 
 
 @triton.jit
-def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a):
-    """The carry into tile ``chunk``, ``LOOKBACK_WINDOW`` predecessors per step: poll their flags
+def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a, WINDOW: tl.constexpr):
+    """The carry into tile ``chunk``, ``WINDOW`` predecessors per step: poll their flags
     until every one newer than the newest with a known carried-out value has published its
     aggregate, compose those aggregates with one scan, and stop at the known value, or move one
     window further back."""
@@ -428,35 +420,36 @@ def _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, a
     hi = chunk - 1
     searching = True
     while searching:
-        j, state = _window_states(flags, hi, block, n_blocks, LOOKBACK_WINDOW)
+        j, state = _window_states(flags, hi, block, n_blocks, WINDOW)
         known, unpublished = _nearest_known(j, state)
         while unpublished > 0:
-            j, state = _window_states(flags, hi, block, n_blocks, LOOKBACK_WINDOW)
+            j, state = _window_states(flags, hi, block, n_blocks, WINDOW)
             known, unpublished = _nearest_known(j, state)
         win_a, win_b = _window_planes(ws, j, j > known, num_chunks, n, n_ok, N)
         scanned_a, scanned_b = tl.associative_scan((win_a, win_b), 0, affine_then)  # oldest first
-        acc_a = acc_a + acc_b * edge_row(scanned_a, LOOKBACK_WINDOW, False, False)
-        acc_b = acc_b * edge_row(scanned_b, LOOKBACK_WINDOW, False, False)
-        if known > hi - LOOKBACK_WINDOW:
+        acc_a = acc_a + acc_b * edge_row(scanned_a, WINDOW, False, False)
+        acc_b = acc_b * edge_row(scanned_b, WINDOW, False, False)
+        if known > hi - WINDOW:
             carry = acc_a + acc_b * _read(ws, 2, known, num_chunks, n, n_ok, N)
             searching = False
         else:
-            hi -= LOOKBACK_WINDOW
+            hi -= WINDOW
     return carry
 
 
 @triton.jit
 def carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-             BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr):
+             BACKWARD: tl.constexpr, SHUFFLE_TIME: tl.constexpr, WINDOW: tl.constexpr):
     """The values carried into and out of this tile; the first found by decoupled look-back.
 
     ``(A, B)`` is the tile's scanned maps (``BACKWARD``: last row to first) and ``carry`` the
     recurrence's initial value. The tile first publishes its aggregate map (flag 1), then walks back
     over its predecessors in walking order, composing their aggregates until it meets one whose
     carried-out value is known (flag 2), and finally publishes its own carried-out value (flag 2).
-    The first tile only does the last step. Tiles up to ``WINDOWED_LOOKBACK_MAX_N`` environments
-    wide walk a window at a time. ``ws`` holds three ``[num_chunks, N]`` planes: aggregate alpha,
-    aggregate beta, carried-out value; ``flags`` one flag per tile.
+    The first tile only does the last step. ``WINDOW`` is how many predecessors the walk polls and
+    composes per step, 1 for one tile at a time (``_launch.lookback_window`` chooses). ``ws`` holds
+    three ``[num_chunks, N]`` planes: aggregate alpha, aggregate beta, carried-out value; ``flags``
+    one flag per tile.
     """
     num_chunks = tl.cdiv(T, BLOCK_T)
     n_blocks = tl.cdiv(N, BLOCK_N)
@@ -469,8 +462,8 @@ def carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, 
         _store_plane(ws, 0, agg_a, chunk, num_chunks, n, n_ok, N)
         _store_plane(ws, 1, agg_b, chunk, num_chunks, n, n_ok, N)
         _raise_flag(my_flag, 1)  # only once both halves of the aggregate are written
-        if BLOCK_N <= WINDOWED_LOOKBACK_MAX_N:
-            carry = _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a)
+        if WINDOW > 1:
+            carry = _walk_by_window(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a, WINDOW)
         else:
             carry = _walk_one_by_one(ws, flags, chunk, block, n_blocks, num_chunks, n, n_ok, N, agg_a)
     carry_out = agg_a + agg_b * carry
@@ -491,15 +484,15 @@ def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constex
     """``y = A + B * carry_in`` for a scanned chunk ``(A, B)`` (``BACKWARD``: scanned last row to
     first): returns ``(y, carry_in, carry_out)``.
 
-    ``carry`` is the value carried in from the previous chunk; with look-back it is the recurrence's
-    initial value and the true carry-in is found from the earlier tiles (``carry_in``).
-    ``LAST_CARRIES_NOTHING``: a walk's last chunk skips its carry-out (the edge row, a reduction
+    ``carry`` is the value carried in from the previous chunk; with look-back (``LOOKBACK`` > 0, the
+    walk's window) it is the recurrence's initial value and the true carry-in is found from the
+    earlier tiles (``carry_in``). ``LAST_CARRIES_NOTHING``: a walk's last chunk skips its carry-out (the edge row, a reduction
     across the tile's threads) and returns ``carry`` in its place; a tile that holds the whole
     sequence then reduces nothing.
     """
     if LOOKBACK:
         carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD,
-                                    SHUFFLE_TIME)
+                                    SHUFFLE_TIME, LOOKBACK)
         y = A + B * carry[None, :]
     else:
         y = A + B * carry[None, :]

@@ -61,7 +61,8 @@ def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
         time_threads, source = _explicit_layout.time_threads(config.block_t, config.num_warps), GluonASTSource
     else:
         time_threads, source = _launch.time_threads(config, 4) if config.thread_runs else 1, ASTSource
-    values = dict(ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n, LOOKBACK=config.lookback,
+    lookback = _launch.lookback_window(config.block_n, n_blocks=2, num_chunks=64) if config.lookback else 0
+    values = dict(ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n, LOOKBACK=lookback,
                   NUM_STAGES=config.num_stages, SHUFFLE_TIME=0, LATEST_FIRST=not config.explicit_layout,
                   STARTS_AT=False, REVERSE=True, TIME_THREADS=time_threads,
                   RUN_SUCCESSORS=_launch.successors_from_runs(config, 4, config.lookback))

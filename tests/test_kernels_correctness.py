@@ -424,22 +424,26 @@ def test_float64_coefficients_below_float32_range(pg_rho_bar):
     assert bool((pg_adv != 0).any())
 
 
-@pytest.mark.parametrize("block_n, warps", [(8, 1), (32, 1), (32, 2)],
-                         ids=["windowed_walk", "one_by_one_walk", "one_by_one_walk_two_warps"])
+@pytest.mark.parametrize("block_n, warps, one_column", [(8, 1, False), (16, 1, True), (32, 1, False), (32, 2, False)],
+                         ids=["windowed_walk", "one_column_windowed_walk", "one_by_one_walk",
+                              "one_by_one_walk_two_warps"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
-def test_lookback_with_many_small_tiles(op_case, block_n, warps):
+def test_lookback_with_many_small_tiles(op_case, block_n, warps, one_column):
     """Thousands of look-back tiles in flight at once (on a GPU) still give the reference's answer.
 
     Tiny tiles make a tile's predecessors most likely to be mid-publication when it looks back, so
     a tile that read an aggregate before all of it was written (or any other ordering slip)
     shows up here; it did, before each aggregate was published under a single flag. Both look-back
-    walks: tiles up to ``_scan.WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time;
-    tiles of one warp and of two (V-trace's default ``[T, N]`` tiles below 8192 environments).
+    walks: tiles up to ``_launch.WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time
+    (a wider one where they are the only column of environments); tiles of one warp and of two
+    (V-trace's default ``[T, N]`` tiles below 8192 environments).
     """
     from kernels import LaunchConfig
 
     op, kw = op_case
     T, N, repeats = (8192, 256, 3) if DEVICE == "cuda" else (96, 12, 1)
+    if one_column:
+        T, N = max(T * 4, 512), block_n  # 32 tiles or more: the one-column window
     case = make_inputs(op, T, N, seed=seed_of("lookback", op_case), **kw)
     ref = call(R, upcast(case))
     for _ in range(repeats):

@@ -813,3 +813,35 @@ def test_time_shuffles_only_where_a_tiles_time_lies_in_one_warp():
     assert not shuffles_time(LaunchConfig(64, 1, num_warps=1), True, f32, 4)
     assert not shuffles_time(LaunchConfig(128, 1, num_warps=1), False, f32, 4)
     assert not shuffles_time(LaunchConfig(128, 1, num_warps=1), True, torch.float64, 8)
+
+
+@pytest.mark.parametrize("T, N, block_n, window", [(512, 16, 16, 32), (600, 12, 16, 32), (496, 16, 16, 8),
+                                                   (256, 16, 16, 8), (512, 40, 16, 8), (512, 8, 8, 32),
+                                                   (512, 24, 8, 8), (512, 32, 32, 1), (512, 64, 32, 1)])
+def test_look_back_walks_take_a_window_by_tile_width_and_columns(monkeypatch, T, N, block_n, window):
+    """``launch`` gives look-back kernels ``LOOKBACK`` = the walk's window (``_launch.lookback_window``):
+    tiles at most 16 environments wide poll 32 predecessors per step where they are the only column
+    of environments and it has at least 32 tiles, else 8; wider tiles walk one tile at a time; a
+    launch of one chunk has no look-back (0). The results match the float64 reference."""
+    from conftest import DEVICE
+
+    import kernels
+    from kernels import LaunchConfig, _direct_launch
+    from kernels.reference import linear_scan as reference
+
+    seen, launch = [], _direct_launch.DirectLauncher.__call__
+
+    def spy(self, programs, device, args, constexprs, num_warps):
+        seen.append(constexprs["LOOKBACK"])
+        return launch(self, programs, device, args, constexprs, num_warps)
+
+    monkeypatch.setattr(_direct_launch.DirectLauncher, "__call__", spy)
+    kernels.linear_scan.plans.clear()  # no replayed plan (GPU): the call launches
+    g = torch.Generator().manual_seed(T * N * block_n)
+    alpha, beta = torch.randn(T, N, generator=g), torch.rand(T, N, generator=g)
+    for steps, expected in ((T, window), (16, 0)):
+        config = LaunchConfig(16, block_n, num_warps=1, lookback=True)
+        out = kernels.linear_scan(alpha[:steps].to(DEVICE), beta[:steps].to(DEVICE), config=config)
+        ref = reference(alpha[:steps].double(), beta[:steps].double())
+        assert seen.pop() == expected
+        assert torch.allclose(out.cpu().double(), ref, rtol=1e-5, atol=1e-5)

@@ -1,7 +1,8 @@
-"""How many predecessor tiles a narrow look-back tile (at most ``_scan.WINDOWED_LOOKBACK_MAX_N``
-environments wide) polls and composes per step of its walk (``_scan.LOOKBACK_WINDOW``, set here
-before any kernel compiles), on cells whose tiles are 16 wide: ``../explicit_layout/heldout.py``'s
-measurement of the kernels' own block shapes (device time per call from a CUDA graph, inputs rotated
+"""How many predecessor tiles a narrow look-back tile (at most ``_launch.WINDOWED_LOOKBACK_MAX_N``
+environments wide) polls and composes per step of its walk (``_launch.LOOKBACK_WINDOW`` and, since
+the twenty-eighth session, ``_launch.ONE_COLUMN_LOOKBACK_WINDOW``: both set here to WINDOW, as the one
+window of the twenty-seventh session's kernels), on cells whose tiles are 16 wide:
+``../explicit_layout/heldout.py``'s measurement of the kernels' own block shapes (device time per call from a CUDA graph, inputs rotated
 through four times the L2, each cell checked against the float64 reference first), one process per
 window (each with its own TRITON_CACHE_DIR). PLAN ``window``: every kernel on six float32 cells of
 16-512 environments and three bf16 ones at 16 x 2^20; ``cells.py``'s plans (``heldout``) too.
@@ -13,10 +14,9 @@ import sys
 
 WINDOW = int(sys.argv.pop(1))
 sys.path.insert(0, os.getcwd())
-from kernels import _scan  # noqa: E402
-from kernels._triton import tl  # noqa: E402
+from kernels import _launch  # noqa: E402
 
-_scan.LOOKBACK_WINDOW = tl.constexpr(WINDOW)
+_launch.LOOKBACK_WINDOW = _launch.ONE_COLUMN_LOOKBACK_WINDOW = WINDOW
 sys.path.append(os.path.join(os.path.dirname(__file__), "..", "explicit_layout"))
 sys.path.append(os.path.dirname(__file__))
 import cells  # noqa: E402,F401 - its plans
