@@ -413,9 +413,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if light_steps and itemsize == 2:
             return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
-    run_tile = (_wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else
-                _few_env_run_tile(T, N, itemsize, aligned_rows, successor_rows, long_run_tiles,
-                                  one_column_triton_tiles))
+    run_tile = _below_16_env_run_tile(T, N, itemsize, wide_scan, long_run_tiles) or (
+        _wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else
+        _few_env_run_tile(T, N, itemsize, aligned_rows, successor_rows, long_run_tiles, one_column_triton_tiles))
     if run_tile is not None:
         return run_tile
     if N >= 512:
@@ -452,6 +452,37 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
+
+
+def _below_16_env_run_tile(T: int, N: int, itemsize: int, wide_scan: bool,
+                           long_run_tiles: bool) -> Optional[LaunchConfig]:
+    """Look-back tiles in thread runs for ``[T, N]`` sequences of at least 65536 steps below 16
+    environments, 16- and 32-bit floats:
+
+    * one environment: 1024 x 1 on four warps, every kernel;
+    * eight: 1024 x 8 on eight warps, every kernel;
+    * 9-15: 16 wide on four warps, every kernel but V-trace (``wide_scan``): 512 steps for the
+      ``long_run_tiles`` kernels (256 ran 0.95-0.99x), else 256; GAE's 512 x 16 tiles in Triton's
+      layout, in these rows not 16 elements apart, had taken 10x longer;
+    * V-trace at 2-4 environments: 512 steps on four warps.
+
+    H200, inputs from DRAM, against the tiles before (256 or 512 steps of ``next_power_of_2(N)`` on
+    four warps in Triton's layout, V-trace 256 on eight): 1.03-11.35x on the sweep's cells (GAE 12 x
+    70000 228.6 -> 20.1 us; V-trace 1 x 2^20 48.5 -> 22.4); docs/perf.md, "Look-back tiles below 16
+    environments". ``None`` elsewhere: fewer steps, 5-7 environments (0.62-0.80x with 1024 x 8 at
+    6 x 30000), the other kernels at 2-4 (0.91-1.18x by kernel), V-trace at 9-15 (0.86-1.61x), and
+    64-bit floats."""
+    if itemsize not in (2, 4) or N >= 16 or T < 65536:
+        return None
+    if N == 1:
+        return LaunchConfig(1024, 1, num_warps=4, lookback=True, thread_runs=True)
+    if N == 8:
+        return LaunchConfig(1024, 8, num_warps=8, lookback=True, thread_runs=True)
+    if N > 8 and not wide_scan:
+        return LaunchConfig(512 if long_run_tiles else 256, 16, num_warps=4, lookback=True, thread_runs=True)
+    if N <= 4 and wide_scan:
+        return LaunchConfig(512, triton.next_power_of_2(N), num_warps=4, lookback=True, thread_runs=True)
+    return None
 
 
 def _wide_scan_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Optional[LaunchConfig]:

@@ -638,7 +638,8 @@ LONGEST_RUN = 2600
 
 
 @pytest.mark.parametrize("T,width", [(300, 600), (1000, 1000), (1500, 600), (700, 1500), (600, 3000), (700, 2048),
-                                     (600, 16), (400, 100), (4096, 32), (65536, 16)])
+                                     (600, 16), (400, 100), (4096, 32), (65536, 16), (65536, 1), (65536, 8),
+                                     (65536, 12), (65536, 3)])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
     """The float32 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps up to
@@ -646,7 +647,8 @@ def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
     or 32 environments wide, 256 x 32 ones, whole sequences of up to 1024 steps 8 wide, V-trace's
     64 x 16 walks from 2048 environments, the look-back tiles in thread runs below 512 environments,
     128-512 x 16 on four warps, and of one column of 16 environments from 65536 steps, 1024 x 16 on
-    eight) give the reference's answer, with partial tiles in time and environments (at most
+    eight; below 16 environments from 65536 steps 1024 x 1, 1024 x 8, 256-512 x 16 and V-trace's
+    512 x 4) give the reference's answer, with partial tiles in time and environments (at most
     ``LONGEST_RUN`` steps)."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, 4)
@@ -658,14 +660,16 @@ def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
         assert rel_err(o, r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008), (600, 100), (600, 32), (65536, 16)])
+@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008), (600, 100), (600, 32), (65536, 16),
+                                     (65536, 1), (65536, 12)])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
     """The bf16 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps (``choose_config``
     for ``width`` environments: from 512, look-back tiles in thread runs, 64 x 64 and 64 x 16 on two
     warps, 128 x 32 on four; GAE, V-trace and Retrace from 2048 environments their one- and two-warp
     tiles; below 512 look-back tiles in thread runs 16 wide, 128-512 steps on four warps, 1024 on
-    eight for one column from 65536 steps) give the reference's answer, with partial tiles in time and
+    eight for one column from 65536 steps; 1024 x 1 and 256-512 x 16 below 16 environments) give the
+    reference's answer, with partial tiles in time and
     environments (at most ``LONGEST_RUN`` steps)."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, 2)

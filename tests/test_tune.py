@@ -393,7 +393,8 @@ def test_few_env_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     float32 keeps 512 x 16 on four in Triton's layout); else four warps, 512 steps for the
     ``LONG_RUN_TILES`` kernels from 4096 steps in 16-aligned rows (else 256), 128 for GAE's and Retrace's float32
     (16-bit floats 256 in 16-aligned rows, 128 in others), 256 for lambda and discounted returns.
-    Fewer than 16 environments, 64-bit floats, ``[N, T]`` storage and 512 environments keep their tiles."""
+    64-bit floats, ``[N, T]`` storage and 512 environments keep their tiles (fewer than 16
+    environments: ``test_look_back_tiles_in_thread_runs_below_16_environments``)."""
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
@@ -421,7 +422,7 @@ def test_few_env_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
         assert config(estimator, T, 16, False, 2) == tile(1024, 8)
         expected = LaunchConfig(512, 16, 4, lookback=True, latest_first=reverse) if estimator == "retrace" else tile(1024, 8)
         assert config(estimator, T, 16, False, 4) == expected
-    for T, N, itemsize in [(1 << 20, 8, 4), (8192, 256, 8), (4096, 15, 2)]:
+    for T, N, itemsize in [(1 << 20, 6, 4), (8192, 256, 8), (4096, 15, 2)]:
         assert not config(estimator, T, N, False, itemsize).thread_runs, (T, N, itemsize)
     assert config(estimator, 8192, 256, True, 4).block_n == 1  # [N, T]: rows of one environment
     for itemsize in (4, 2):
@@ -845,3 +846,41 @@ def test_look_back_walks_take_a_window_by_tile_width_and_columns(monkeypatch, T,
         ref = reference(alpha[:steps].double(), beta[:steps].double())
         assert seen.pop() == expected
         assert torch.allclose(out.cpu().double(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_look_back_tiles_in_thread_runs_below_16_environments(compiled_block_shapes, estimator):
+    """From 65536 steps below 16 environments ``[T, N]`` sequences take look-back tiles in thread
+    runs (``_launch._below_16_env_run_tile``; H200, inputs from DRAM): one environment 1024 x 1 on
+    four warps and eight 1024 x 8 on eight, every kernel; 9-15 environments 16 wide on four warps,
+    512 steps for the ``LONG_RUN_TILES`` kernels and 256 for the others but V-trace; V-trace 512 steps
+    of 2-4 environments. Fewer steps, 5-7 environments, 64-bit floats and the other cases keep Triton's
+    layout."""
+    from kernels import LaunchConfig
+
+    config = compiled_block_shapes.estimator_config
+    traits = compiled_block_shapes.kernel_traits(estimator)
+    wide_scan = traits["wide_scan"]
+
+    def tile(block_t, block_n, warps):
+        return LaunchConfig(block_t, block_n, warps, lookback=True, latest_first=estimator not in FORWARD_ONLY,
+                            thread_runs=True)
+
+    for itemsize in (4, 2):
+        for T in (65536, 300000):
+            assert config(estimator, T, 1, False, itemsize, aligned_rows=False) == tile(1024, 1, 4)
+            assert config(estimator, T, 8, False, itemsize, aligned_rows=False) == tile(1024, 8, 8)
+            for N in (9, 12, 15):
+                got = config(estimator, T, N, False, itemsize, aligned_rows=False)
+                assert got.thread_runs != wide_scan, (T, N)
+                if not wide_scan:
+                    assert got == tile(512 if traits["long_run_tiles"] else 256, 16, 4), (T, N)
+            for N in (2, 3, 4):
+                assert config(estimator, T, N, False, itemsize, aligned_rows=False).thread_runs == wide_scan
+                if wide_scan:
+                    assert config(estimator, T, N, False, itemsize, aligned_rows=False) == tile(512, 4 if N > 2 else 2, 4)
+            for N in (5, 6, 7):
+                assert not config(estimator, T, N, False, itemsize, aligned_rows=False).thread_runs
+        for N in (1, 8, 12):
+            assert not config(estimator, 65535, N, False, itemsize, aligned_rows=False).thread_runs
+        assert not config(estimator, 65536, 8, False, 8).thread_runs  # 64-bit floats keep their tiles
