@@ -462,16 +462,16 @@ def _below_16_env_run_tile(T: int, N: int, itemsize: int, wide_scan: bool,
     * one environment: 1024 x 1 on four warps, every kernel;
     * eight: 1024 x 8 on eight warps, every kernel;
     * 9-15: 16 wide on four warps, every kernel but V-trace (``wide_scan``): 512 steps for the
-      ``long_run_tiles`` kernels (256 ran 0.95-0.99x), else 256; GAE's 512 x 16 tiles in Triton's
-      layout, in these rows not 16 elements apart, had taken 10x longer;
+      ``long_run_tiles`` kernels (1.09-1.18x; 256 ran 0.95-1.18x), else 256; GAE's 512 x 16 tiles
+      in Triton's layout, in these rows not 16 elements apart, had taken 10x longer;
     * V-trace at 2-4 environments: 512 steps on four warps.
 
     H200, inputs from DRAM, against the tiles before (256 or 512 steps of ``next_power_of_2(N)`` on
-    four warps in Triton's layout, V-trace 256 on eight): 1.03-11.35x on the sweep's cells (GAE 12 x
-    70000 228.6 -> 20.1 us; V-trace 1 x 2^20 48.5 -> 22.4); docs/perf.md, "Look-back tiles below 16
-    environments". ``None`` elsewhere: fewer steps, 5-7 environments (0.62-0.80x with 1024 x 8 at
-    6 x 30000), the other kernels at 2-4 (0.91-1.18x by kernel), V-trace at 9-15 (0.86-1.61x), and
-    64-bit floats."""
+    four warps in Triton's layout, V-trace 256 on eight): 1.55x over the sweep's 80 cells
+    (1.03-11.35x), 1.64x over 47 held-out cells (1.02-11.26x; GAE 12 x 120000 314.5 -> 28.0 us);
+    docs/perf.md, "A wider look-back window for one column, look-back tiles below 16 environments".
+    ``None`` elsewhere: fewer steps, 5-7 environments (0.62-0.80x with 1024 x 8 at 6 x 30000), the
+    other kernels at 2-4 (0.91-1.49x with 1024 steps), V-trace at 9-15 (0.86-1.61x), 64-bit floats."""
     if itemsize not in (2, 4) or N >= 16 or T < 65536:
         return None
     if N == 1:
@@ -807,7 +807,7 @@ def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool, al
 # short, and a window costs a [window, block_n] load and scan per step). A window of 8 beat 16 and
 # 32 where the tiles share the GPU with other columns of environments; a single column, whose walks
 # cross every tile in flight, is faster with more (docs/perf.md, "A wider look-back window for one
-# column of environments").
+# column, look-back tiles below 16 environments").
 WINDOWED_LOOKBACK_MAX_N = 16
 LOOKBACK_WINDOW = 8
 ONE_COLUMN_LOOKBACK_WINDOW = 32
