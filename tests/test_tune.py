@@ -769,6 +769,23 @@ def test_paired_rows_from_the_measured_sizes(compiled_block_shapes, estimator):
     assert paired == {"gae", "vtrace", "retrace", "lambda_returns", "discounted_returns"}
 
 
+def launched_constexprs(monkeypatch, name: str) -> list:
+    """The constexpr ``name`` of each kernel launch from here on, in order; ``linear_scan``'s replayed
+    plans cleared so that its calls launch (on a GPU a call may replay a recorded plan)."""
+    import kernels
+    from kernels import _direct_launch
+
+    seen, launch = [], _direct_launch.DirectLauncher.__call__
+
+    def spy(self, programs, device, args, constexprs, num_warps):
+        seen.append(constexprs[name])
+        return launch(self, programs, device, args, constexprs, num_warps)
+
+    monkeypatch.setattr(_direct_launch.DirectLauncher, "__call__", spy)
+    kernels.linear_scan.plans.clear()
+    return seen
+
+
 @pytest.mark.parametrize("dtype, time_dim, steps", [(torch.float32, 1, 4), (torch.bfloat16, 1, 8),
                                                     (torch.float32, 0, 0)])
 def test_tiles_in_quarters_or_pairs_by_steps_per_thread(monkeypatch, dtype, time_dim, steps):
@@ -779,16 +796,9 @@ def test_tiles_in_quarters_or_pairs_by_steps_per_thread(monkeypatch, dtype, time
     from conftest import DEVICE
 
     import kernels
-    from kernels import LaunchConfig, _direct_launch, _scan
+    from kernels import LaunchConfig, _scan
 
-    seen, launch = [], _direct_launch.DirectLauncher.__call__
-
-    def spy(self, programs, device, args, constexprs, num_warps):
-        seen.append(constexprs["SHUFFLE_TIME"])
-        return launch(self, programs, device, args, constexprs, num_warps)
-
-    monkeypatch.setattr(_direct_launch.DirectLauncher, "__call__", spy)
-    kernels.linear_scan.plans.clear()  # no replayed plan (GPU): the call launches
+    seen = launched_constexprs(monkeypatch, "SHUFFLE_TIME")
     shape = (4, 128) if time_dim == 1 else (128, 4)
     alpha, beta = torch.randn(shape).to(DEVICE, dtype), torch.rand(shape).to(DEVICE, dtype)
     kernels.linear_scan(alpha, beta, time_dim=time_dim, config=LaunchConfig(128, 1, num_warps=1))
@@ -827,17 +837,10 @@ def test_look_back_walks_take_a_window_by_tile_width_and_columns(monkeypatch, T,
     from conftest import DEVICE
 
     import kernels
-    from kernels import LaunchConfig, _direct_launch
+    from kernels import LaunchConfig
     from kernels.reference import linear_scan as reference
 
-    seen, launch = [], _direct_launch.DirectLauncher.__call__
-
-    def spy(self, programs, device, args, constexprs, num_warps):
-        seen.append(constexprs["LOOKBACK"])
-        return launch(self, programs, device, args, constexprs, num_warps)
-
-    monkeypatch.setattr(_direct_launch.DirectLauncher, "__call__", spy)
-    kernels.linear_scan.plans.clear()  # no replayed plan (GPU): the call launches
+    seen = launched_constexprs(monkeypatch, "LOOKBACK")
     g = torch.Generator().manual_seed(T * N * block_n)
     alpha, beta = torch.randn(T, N, generator=g), torch.rand(T, N, generator=g)
     for steps, expected in ((T, window), (16, 0)):

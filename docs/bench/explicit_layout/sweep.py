@@ -25,6 +25,7 @@ kernels' rows not 16 elements apart of 72-128 steps, 1000-30002 environments, th
 "triton" is the block shape the Triton kernels' rule gives (``choose_config`` without explicit
 layouts: the kernels' own before them).
 """
+import dataclasses
 import itertools
 import json
 import sys
@@ -131,6 +132,29 @@ def run_plan(cells: list, cell_row, out: str, warm: bool, shard: int = 0, shards
         if not warm:
             json.dump(rows, open(out, "w"), indent=1)
     print(f"done in {time.time() - start:.0f} s", flush=True)
+
+
+def run_against_before(cells: list, candidates, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
+    """``run_plan`` over ``cells`` whose block shapes are ``candidates(*cell)`` (label -> block shape,
+    the kernels' own labelled ``before``), each row shown and tagged with the ``before`` shape."""
+    def cell_row(cell: tuple, copy_gbs: float) -> dict:
+        configs = candidates(*cell)
+        before = B.config_label(configs["before"])
+        return time_cell(*cell, configs, warm, copy_gbs, f"[{before}] ", before=before)
+
+    run_plan(cells, cell_row, out, warm, shard, shards)
+
+
+def against_before_cli(plans: dict, candidates, argv: list) -> None:
+    """``run_against_before`` from the command line ``PLAN OUT.json [warm SHARD SHARDS]``."""
+    run_against_before(plans[argv[0]], candidates, argv[1], argv[2:3] == ["warm"], *(int(a) for a in argv[3:5]))
+
+
+def as_run_tile(own, block_t: int, block_n: int, warps: int):
+    """``own`` (a ``LaunchConfig``) made a ``block_t x block_n`` look-back tile in thread runs on
+    ``warps`` warps; its step order kept."""
+    return dataclasses.replace(own, block_t=block_t, block_n=block_n, num_warps=warps, lookback=True,
+                               num_stages=1, thread_runs=True, explicit_layout=False)
 
 
 def time_cell(est: str, T: int, N: int, dtype_name: str, configs: dict, warm: bool, copy_gbs: float,

@@ -11,7 +11,6 @@ bf16.
 
   python docs/bench/lookback_runs/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 """
-import dataclasses
 import os
 import sys
 
@@ -40,20 +39,9 @@ def candidates(est: str, T: int, N: int, dtype_name: str) -> dict:
     tiles = {"before": own}
     for block_t, block_n, warps in RUNS_TILES:
         if block_n <= max(16, N):
-            tile = dataclasses.replace(own, block_t=block_t, block_n=block_n, num_warps=warps, lookback=True,
-                                       num_stages=1, thread_runs=True, explicit_layout=False)
-            tiles[f"{block_t}x{block_n}w{warps}"] = tile
+            tiles[f"{block_t}x{block_n}w{warps}"] = S.as_run_tile(own, block_t, block_n, warps)
     return tiles
 
 
-def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
-    def cell_row(cell: tuple, copy_gbs: float) -> dict:
-        configs = candidates(*cell)
-        before = B.config_label(configs["before"])
-        return S.time_cell(*cell, configs, warm, copy_gbs, f"[{before}] ", before=before)
-
-    S.run_plan(PLANS[plan], cell_row, out, warm, shard, shards)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3:4] == ["warm"], *(int(a) for a in sys.argv[4:6]))
+    S.against_before_cli(PLANS, candidates, sys.argv[1:])

@@ -9,7 +9,6 @@ PLAN ``below16``: 1-15 environments, 20000-1048576 steps, float32 and bf16.
 
   python docs/bench/one_column/sweep.py PLAN OUT.json [warm SHARD SHARDS]
 """
-import dataclasses
 import os
 import sys
 
@@ -35,20 +34,9 @@ def candidates(est: str, T: int, N: int, dtype_name: str) -> dict:
     for block_n in sorted({triton.next_power_of_2(N), 16}):
         for block_t, warps in RUNS_TILES:
             if block_t * block_n <= 64 * 32 * warps:
-                tile = dataclasses.replace(own, block_t=block_t, block_n=block_n, num_warps=warps, lookback=True,
-                                           num_stages=1, thread_runs=True, explicit_layout=False)
-                tiles[f"{block_t}x{block_n}w{warps}"] = tile
+                tiles[f"{block_t}x{block_n}w{warps}"] = S.as_run_tile(own, block_t, block_n, warps)
     return tiles
 
 
-def main(plan: str, out: str, warm: bool, shard: int = 0, shards: int = 1) -> None:
-    def cell_row(cell: tuple, copy_gbs: float) -> dict:
-        configs = candidates(*cell)
-        before = B.config_label(configs["before"])
-        return S.time_cell(*cell, configs, warm, copy_gbs, f"[{before}] ", before=before)
-
-    S.run_plan(PLANS[plan], cell_row, out, warm, shard, shards)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3:4] == ["warm"], *(int(a) for a in sys.argv[4:6]))
+    S.against_before_cli(PLANS, candidates, sys.argv[1:])
