@@ -5,6 +5,7 @@ tests/test_ppo_learning.py."""
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -68,15 +69,22 @@ def test_short_run_triton_interpreter(tmp_path):
 
 
 def test_timers_sum_to_iteration_time(tmp_path):
-    out = run_inproc(tmp_path, "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "1024",
+    """The phases cover the iteration: their sum is within 5% of its wall time in the median
+    iteration (one iteration of these tiny ones can lose more than that to the OS under load, outside
+    any phase), and never exceeds it; the sub-phases sum to the phases exactly."""
+    out = run_inproc(tmp_path, "--num-envs", "4", "--num-steps", "64", "--total-timesteps", "2048",
                      "--ca-backend", "triton", "--no-progress")
-    for row in metrics(out["run_dir"]):
+    rows = metrics(out["run_dir"])
+    covered = []
+    for row in rows:
         phases = row["perf/rollout_s"] + row["perf/ca_s"] + row["perf/update_s"]
-        assert phases == pytest.approx(row["perf/iteration_s"], rel=0.05)
+        covered.append(phases / row["perf/iteration_s"])
+        assert phases <= row["perf/iteration_s"] * 1.01  # CUDA events: microsecond resolution
         subs = row["perf/ca_s"] + sum(v for k, v in row.items() if k.startswith("perf/") and k.count("/") == 2)
         assert subs == pytest.approx(phases, rel=1e-6)
         s = row["perf/ca_share_iteration"]
         assert row["perf/amdahl_speedup"] == pytest.approx(1 / ((1 - s) + s / row["perf/amdahl_k"]))
+    assert len(rows) == 8 and statistics.median(covered) == pytest.approx(1.0, rel=0.05)
 
 
 def test_same_seed_same_result(tmp_path):
