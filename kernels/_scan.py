@@ -486,9 +486,9 @@ def _apply_carry(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constex
 
     ``carry`` is the value carried in from the previous chunk; with look-back (``LOOKBACK`` > 0, the
     walk's window) it is the recurrence's initial value and the true carry-in is found from the
-    earlier tiles (``carry_in``). ``LAST_CARRIES_NOTHING``: a walk's last chunk skips its carry-out (the edge row, a reduction
-    across the tile's threads) and returns ``carry`` in its place; a tile that holds the whole
-    sequence then reduces nothing.
+    earlier tiles (``carry_in``). ``LAST_CARRIES_NOTHING``: a walk's last chunk skips its carry-out
+    (the edge row, a reduction across the tile's threads) and returns ``carry`` in its place; a tile
+    that holds the whole sequence then reduces nothing.
     """
     if LOOKBACK:
         carry, carry_out = carry_in(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD,

@@ -669,8 +669,7 @@ def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
     warps, 128 x 32 on four; GAE, V-trace and Retrace from 2048 environments their one- and two-warp
     tiles; below 512 look-back tiles in thread runs 16 wide, 128-512 steps on four warps, 1024 on
     eight for one column from 65536 steps; 1024 x 1 and 256-512 x 16 below 16 environments) give the
-    reference's answer, with partial tiles in time and
-    environments (at most ``LONGEST_RUN`` steps)."""
+    reference's answer, with partial tiles in time and environments (at most ``LONGEST_RUN`` steps)."""
     op, kw = op_case
     config = compiled_block_shapes.estimator_config(op, T, width, False, 2)
     assert config.lookback, config

@@ -843,8 +843,8 @@ def test_look_back_walks_take_a_window_by_tile_width_and_columns(monkeypatch, T,
     seen = launched_constexprs(monkeypatch, "LOOKBACK")
     g = torch.Generator().manual_seed(T * N * block_n)
     alpha, beta = torch.randn(T, N, generator=g), torch.rand(T, N, generator=g)
+    config = LaunchConfig(16, block_n, num_warps=1, lookback=True)
     for steps, expected in ((T, window), (16, 0)):
-        config = LaunchConfig(16, block_n, num_warps=1, lookback=True)
         out = kernels.linear_scan(alpha[:steps].to(DEVICE), beta[:steps].to(DEVICE), config=config)
         ref = reference(alpha[:steps].double(), beta[:steps].double())
         assert seen.pop() == expected
@@ -870,20 +870,24 @@ def test_look_back_tiles_in_thread_runs_below_16_environments(compiled_block_sha
                             thread_runs=True)
 
     for itemsize in (4, 2):
+        def unaligned(T, N):
+            return config(estimator, T, N, False, itemsize, aligned_rows=False)
+
         for T in (65536, 300000):
-            assert config(estimator, T, 1, False, itemsize, aligned_rows=False) == tile(1024, 1, 4)
-            assert config(estimator, T, 8, False, itemsize, aligned_rows=False) == tile(1024, 8, 8)
+            assert unaligned(T, 1) == tile(1024, 1, 4)
+            assert unaligned(T, 8) == tile(1024, 8, 8)
             for N in (9, 12, 15):
-                got = config(estimator, T, N, False, itemsize, aligned_rows=False)
+                got = unaligned(T, N)
                 assert got.thread_runs != wide_scan, (T, N)
                 if not wide_scan:
                     assert got == tile(512 if traits["long_run_tiles"] else 256, 16, 4), (T, N)
             for N in (2, 3, 4):
-                assert config(estimator, T, N, False, itemsize, aligned_rows=False).thread_runs == wide_scan
+                got = unaligned(T, N)
+                assert got.thread_runs == wide_scan, (T, N)
                 if wide_scan:
-                    assert config(estimator, T, N, False, itemsize, aligned_rows=False) == tile(512, 4 if N > 2 else 2, 4)
+                    assert got == tile(512, 4 if N > 2 else 2, 4), (T, N)
             for N in (5, 6, 7):
-                assert not config(estimator, T, N, False, itemsize, aligned_rows=False).thread_runs
+                assert not unaligned(T, N).thread_runs
         for N in (1, 8, 12):
-            assert not config(estimator, 65535, N, False, itemsize, aligned_rows=False).thread_runs
+            assert not unaligned(65535, N).thread_runs
         assert not config(estimator, 65536, 8, False, 8).thread_runs  # 64-bit floats keep their tiles

@@ -2,10 +2,11 @@
 environments wide) polls and composes per step of its walk (``_launch.LOOKBACK_WINDOW`` and, since
 the twenty-eighth session, ``_launch.ONE_COLUMN_LOOKBACK_WINDOW``: both set here to WINDOW, as the one
 window of the twenty-seventh session's kernels), on cells whose tiles are 16 wide:
-``../explicit_layout/heldout.py``'s measurement of the kernels' own block shapes (device time per call from a CUDA graph, inputs rotated
-through four times the L2, each cell checked against the float64 reference first), one process per
-window (each with its own TRITON_CACHE_DIR). PLAN ``window``: every kernel on six float32 cells of
-16-512 environments and three bf16 ones at 16 x 2^20; ``cells.py``'s plans (``heldout``) too.
+``../explicit_layout/heldout.py``'s measurement of the kernels' own block shapes (device time per
+call from a CUDA graph, inputs rotated through four times the L2, each cell checked against the
+float64 reference first), one process per window (each with its own TRITON_CACHE_DIR). PLAN
+``window``: every kernel on six float32 cells of 16-512 environments and three bf16 ones at
+16 x 2^20; ``cells.py``'s plans (``heldout``) too.
 
   python docs/bench/lookback_runs/window.py WINDOW PLAN TAG OUT.json [warm SHARD SHARDS]
 """

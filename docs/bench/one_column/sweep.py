@@ -2,9 +2,9 @@
 (``before``: 256 or 512 steps of ``next_power_of_2(N)`` environments on four warps in Triton's layout;
 V-trace 128 or 256 steps on two or eight) against look-back tiles in thread runs as wide as the
 environments' next power of two and 16 wide, 256-8192 steps (the kernels' own tile with its shape,
-warps and ``thread_runs`` replaced), one process. Each cell checked against the float64 reference first; device
-time per call of calls replayed from a CUDA graph, each call reading its own input set (they cycle
-through four times the L2), two rounds (``../explicit_layout/sweep.py``'s ``time_cell``).
+warps and ``thread_runs`` replaced), one process. Each cell checked against the float64 reference
+first; device time per call of calls replayed from a CUDA graph, each call reading its own input set
+(they cycle through four times the L2), two rounds (``../explicit_layout/sweep.py``'s ``time_cell``).
 PLAN ``below16``: 1-15 environments, 20000-1048576 steps, float32 and bf16.
 
   python docs/bench/one_column/sweep.py PLAN OUT.json [warm SHARD SHARDS]
