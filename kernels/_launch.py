@@ -122,8 +122,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   one_env_walks: bool = False, paired_rows: bool = False, narrow_short_tiles: bool = False,
                   sixteen_warp_rows: bool = False, short_look_back_tiles: bool = False,
                   one_column_triton_tiles: bool = False, aligned_rows: bool = True, explicit_short_tiles: bool = False,
-                  eight_warp_short_tiles: tuple = (), unaligned_whole_tiles: tuple = ()
-                  ) -> LaunchConfig:
+                  eight_warp_short_tiles: tuple = (), unaligned_whole_tiles: tuple = (),
+                  unaligned_look_back_tile: Optional[tuple] = None) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -168,7 +168,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     ``explicit_short_tiles`` for kernels with an explicit-layout twin (all of them), whose short ``[T, N]``
     sequences then take :func:`_explicit_short_tile` where it gives one, on eight warps where
     ``eight_warp_short_tiles`` says, and in rows not 16 elements apart on the warps
-    ``unaligned_whole_tiles`` gives (the caller says whether the twin can run: ``estimator_config``).
+    ``unaligned_whole_tiles`` gives (the caller says whether the twin can run: ``estimator_config``);
+    ``unaligned_look_back_tile``, ``(block_t, block_n, num_warps, below)``: the look-back tile in
+    thread runs of the kernel's float32 ``[T, N]`` sequences of more than 256 steps and 2^20 elements
+    from 512 to ``below`` environments in rows not 16 elements apart (:func:`_unaligned_look_back_tile`).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
@@ -221,6 +224,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
+    * ``[T, N]``, longer, float32 from 512 environments in rows not 16 elements apart: the kernel's
+      ``unaligned_look_back_tile`` where it has one.
     * ``[T, N]``, longer, float32 from 512 to 4095 environments, not V-trace: longer tiles where
       :func:`_longer_tiles_below_4096_envs` gives them (GAE, Retrace, discounted returns below 1024
       environments or up to 2^20 elements; the others up to 4095 environments).
@@ -244,7 +249,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
         return explicit
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
-                          sixteen_warp_rows, short_look_back_tiles, one_column_triton_tiles, aligned_rows)
+                          sixteen_warp_rows, short_look_back_tiles, one_column_triton_tiles, aligned_rows,
+                          unaligned_look_back_tile)
     return in_step_order(config, time_contiguous, latest_first)
 
 
@@ -343,7 +349,8 @@ def in_step_order(config: LaunchConfig, time_contiguous: bool, latest_first: boo
 def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsize: int, pipelined_walks: bool,
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
                  one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, sixteen_warp_rows: bool,
-                 short_look_back_tiles: bool, one_column_triton_tiles: bool, aligned_rows: bool) -> LaunchConfig:
+                 short_look_back_tiles: bool, one_column_triton_tiles: bool, aligned_rows: bool,
+                 unaligned_look_back_tile: Optional[tuple]) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -419,6 +426,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if run_tile is not None:
         return run_tile
     if N >= 512:
+        unaligned = _unaligned_look_back_tile(N * t_pow2, N, itemsize, aligned_rows, unaligned_look_back_tile)
+        if unaligned is not None:
+            return unaligned
         if itemsize == 4 and N < 4096 and not wide_scan:
             longer = _longer_tiles_below_4096_envs(T, N, successor_rows, narrow_short_tiles, long_run_tiles,
                                                    light_steps, aligned_rows)
@@ -491,19 +501,21 @@ def _wide_scan_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Op
 
     * 16- and 32-bit floats from 16 to 511 environments: 16 wide on four warps, 256 steps where the
       tiles make one column (at most 16 environments), 128 where they make more;
-    * from 512 to 2047 environments in 16-aligned rows: 128 x 32 on four warps, float32 from 257 steps,
-      16-bit floats from 513.
+    * in 16-aligned rows 128 x 32 on four warps: float32 from 257 steps and 512 to 2047 environments
+      (walks from there), 16-bit floats from 513 steps and 512 to 8191 environments (from 2048:
+      1.15-1.43x over two-warp 16 x 32 tiles, docs/perf.md, "Look-back tiles from 512 to 8191
+      environments").
 
     H200, inputs from DRAM, against the tiles before (two-warp 16 x 32 and 128 x 16 in Triton's
     layout, 256 x 16 on eight from 65536 steps, bf16 64 x 16 on two): 1.04-2.51x on 30 cells, bf16
     0.93x at 300 x 1024 (docs/perf.md, "V-trace's look-back tiles in thread runs, captured calls"). ``None``
     elsewhere: 64-bit floats, fewer than 16 environments, and rows not 16 elements apart from 512
-    environments, where 256 x 16 tiles ran 0.58-0.97x."""
+    environments, where 256 x 16 tiles ran 0.58-0.97x (float32's: :func:`_unaligned_look_back_tile`)."""
     if itemsize not in (2, 4) or N < 16:
         return None
     if N < 512:
         return LaunchConfig(256 if N <= 16 else 128, 16, num_warps=4, lookback=True, thread_runs=True)
-    if N < 2048 and aligned_rows and T > (256 if itemsize == 4 else 512):
+    if N < (2048 if itemsize == 4 else 8192) and aligned_rows and T > (256 if itemsize == 4 else 512):
         return LaunchConfig(128, 32, num_warps=4, lookback=True, thread_runs=True)
     return None
 
@@ -548,6 +560,32 @@ def fills_waves(programs: int, per_multiprocessor: int) -> bool:
     return programs >= FULL_WAVES * slots * triton.cdiv(programs, slots)
 
 
+def _unaligned_look_back_tile(elements: int, N: int, itemsize: int, aligned_rows: bool,
+                              tile: Optional[tuple]) -> Optional[LaunchConfig]:
+    """The kernel's ``tile`` (``UNALIGNED_LOOK_BACK_TILE``: ``(block_t, block_n, num_warps, below)``)
+    as a look-back tile in thread runs, for float32 ``[T, N]`` sequences of more than 256 steps and
+    2^20 ``elements`` (N times T rounded up to a power of two) in rows not 16 elements apart, from 512
+    environments to ``below``; ``None`` elsewhere or without one. In such rows Triton loads no
+    vectors, and the tiles that won in 16-aligned rows lost there. H200, inputs from DRAM, against the
+    tiles before (docs/perf.md, "Look-back tiles from 512 to 8191 environments"; sweep at 600 and
+    1000 environments, held out at 520, 900, 1800 and 2600):
+
+    * V-trace 128 x 16 below 1024 environments: 1.09-1.24x over its two-warp 16 x 32 tiles (0.91x
+      at 2600);
+    * Retrace 128 x 32: 1.01-1.10x over 128 x 16 and two-warp 32 x 32;
+    * lambda returns 128 x 32: 1.00-1.17x over two-warp 32 x 32;
+    * discounted returns 256 x 16: 1.11-1.54x (7000 x 520 50.8 -> 34.7 us);
+    * eligibility traces and episodic sums 512 x 32 on eight warps: 1.07-1.20x over 128 x 32;
+    * ``linear_scan`` 128 x 16 below 1024 environments: 1.02-1.11x (0.95x at 2600);
+    * GAE none: its 128 x 16 tiles won."""
+    if tile is None or aligned_rows or itemsize != 4 or elements <= 2**20:
+        return None
+    block_t, block_n, warps, below = tile
+    if not 512 <= N < below:
+        return None
+    return LaunchConfig(block_t, block_n, num_warps=warps, lookback=True, thread_runs=True)
+
+
 def _tiles_of_64_steps(N: int, itemsize: int, block_n: int, wide_scan: bool, light_steps: bool,
                        long_run_tiles: bool) -> tuple[int, bool]:
     """Width and layout (``thread_runs`` or Triton's) of the four-warp ``[T, N]`` tiles holding
@@ -577,8 +615,10 @@ def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_s
       look-back tiles on four warps below 1024 environments or up to 2^20 elements.
     * The others: sequences of up to 1024 steps and 2^20 elements whole, one program per 8
       environments on 8 warps (with ``light_steps`` only in 16-aligned rows); else look-back tiles,
-      128 x 32 on four warps with ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic
-      sums), 256 x 32 on eight for lambda returns in 16-aligned rows.
+      32 wide on four warps with ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic
+      sums), 256 steps in 16-aligned rows (1.01-1.07x over 128, docs/perf.md, "Look-back tiles from
+      512 to 8191 environments") and 128 in others, 256 x 32 on eight for lambda returns in
+      16-aligned rows.
 
     Every tile holds its steps in thread runs."""
     t_pow2 = triton.next_power_of_2(T)
@@ -590,7 +630,7 @@ def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_s
     if t_pow2 <= 1024 and elements <= 2**20 and (aligned_rows or not light_steps):
         return LaunchConfig(t_pow2, 8, num_warps=8, thread_runs=True)
     if long_run_tiles:
-        return LaunchConfig(128, 32, num_warps=4, lookback=True, thread_runs=True)
+        return LaunchConfig(256 if aligned_rows else 128, 32, num_warps=4, lookback=True, thread_runs=True)
     return LaunchConfig(256, 32, num_warps=8, lookback=True, thread_runs=True) if aligned_rows else None
 
 
@@ -599,19 +639,21 @@ def _half_float_look_back_tiles(N: int, wide_scan: bool, successor_rows: bool,
     """16-bit float ``[T, N]`` block shape for sequences of more than 256 steps from 512
     environments in 16-aligned rows, below the walks, where look-back tiles in thread runs of about
     float32's bytes measured faster than the one-warp 16- and 32-step tiles (H200, inputs from
-    DRAM; docs/perf.md, "Look-back tiles for short sequences, and bf16 tiles"); ``None`` where
-    those stay.
+    DRAM; docs/perf.md, "Look-back tiles for short sequences, and bf16 tiles" and "Look-back tiles
+    from 512 to 8191 environments"); ``None`` where those stay.
 
-    * ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic sums): 64 x 64 on two
-      warps, below 4096 environments (walks from there).
-    * V-trace (``wide_scan``): 64 x 16 on two warps below 2048 environments.
-    * GAE and Retrace (``successor_rows``): 128 x 32 on four warps below 2048 environments.
+    * ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic sums): 256 x 32 on four
+      warps below 4096 environments (walks from there; 0.99-1.25x over 64 x 64 on two).
+    * V-trace (``wide_scan``), up to 512 steps: 64 x 16 on two warps below 2048 environments (its
+      longer sequences: :func:`_wide_scan_run_tile`).
+    * GAE and Retrace (``successor_rows``): 128 x 32 on four warps below 4096 environments (from
+      2048: 1.02-1.20x over one-warp 16 x 64 tiles; 0.92-0.96x at 7168).
     * Lambda and discounted returns: 128 x 32 on four warps (walks from 8192 environments)."""
     if long_run_tiles:
-        return LaunchConfig(64, 64, num_warps=2, lookback=True, thread_runs=True) if N < 4096 else None
+        return LaunchConfig(256, 32, num_warps=4, lookback=True, thread_runs=True) if N < 4096 else None
     if wide_scan:
         return LaunchConfig(64, 16, num_warps=2, lookback=True, thread_runs=True) if N < 2048 else None
-    if successor_rows and N >= 2048:
+    if successor_rows and N >= 4096:
         return None
     return LaunchConfig(128, 32, num_warps=4, lookback=True, thread_runs=True)
 
@@ -655,8 +697,8 @@ def kernel_traits(estimator: str) -> dict:
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
     ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS``, ``SHORT_LOOK_BACK_TILES`` and
     ``ONE_COLUMN_TRITON_TILES``
-    (default false); ``EIGHT_WARP_SHORT_TILES`` and ``UNALIGNED_WHOLE_TILES``
-    (default none); ``explicit_short_tiles`` when its
+    (default false); ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES`` and
+    ``UNALIGNED_LOOK_BACK_TILE`` (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
@@ -675,6 +717,7 @@ def kernel_traits(estimator: str) -> dict:
             "one_column_triton_tiles": getattr(module, "ONE_COLUMN_TRITON_TILES", False),
             "eight_warp_short_tiles": getattr(module, "EIGHT_WARP_SHORT_TILES", ()),
             "unaligned_whole_tiles": getattr(module, "UNALIGNED_WHOLE_TILES", ()),
+            "unaligned_look_back_tile": getattr(module, "UNALIGNED_LOOK_BACK_TILE", None),
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 

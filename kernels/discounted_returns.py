@@ -35,6 +35,9 @@ NARROW_SHORT_TILES = True
 # [T, N] sequences of 129-256 steps held whole in explicit-layout tiles: eight warps along time instead
 # of four, at these (float bytes, tile length, fewer environments than; None: any) (_launch.choose_config).
 EIGHT_WARP_SHORT_TILES = ((4, 256, None), (2, 256, None))
+# Float32 [T, N] sequences of more than 256 steps in rows not 16 elements apart take this look-back tile in
+# thread runs from 512 environments, (block_t, block_n, warps, below this many) (_launch._unaligned_look_back_tile).
+UNALIGNED_LOOK_BACK_TILE = (256, 16, 4, 4096)
 
 
 @triton.jit

@@ -27,6 +27,9 @@ LIGHT_STEPS = True
 LONG_RUN_TILES = True
 # Float32 [T, N] walks from 8192 environments: four chunks deep in 64-environment tiles (_launch.choose_config).
 DEEP_WALKS = True
+# Float32 [T, N] sequences of more than 256 steps in rows not 16 elements apart take this look-back tile in
+# thread runs from 512 environments, (block_t, block_n, warps, below this many) (_launch._unaligned_look_back_tile).
+UNALIGNED_LOOK_BACK_TILE = (512, 32, 8, 4096)
 
 
 @triton.jit

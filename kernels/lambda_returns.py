@@ -33,6 +33,9 @@ LATEST_FIRST = True
 # environments, 16-bit floats at any): eight warps along time instead of four, at these (float
 # bytes, tile length, fewer environments than) (_launch.choose_config).
 EIGHT_WARP_SHORT_TILES = ((4, 256, 4096), (2, 256, None))
+# Float32 [T, N] sequences of more than 256 steps in rows not 16 elements apart take this look-back tile in
+# thread runs from 512 environments, (block_t, block_n, warps, below this many) (_launch._unaligned_look_back_tile).
+UNALIGNED_LOOK_BACK_TILE = (128, 32, 4, 4096)
 
 
 @triton.jit

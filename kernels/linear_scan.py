@@ -29,6 +29,9 @@ LONG_RUN_TILES = True
 # Float32 [N, T] walks from 1024 to 4095 environments: one environment per one-warp program, four
 # chunks deep (_launch.choose_config).
 ONE_ENV_WALKS = True
+# Float32 [T, N] sequences of more than 256 steps in rows not 16 elements apart take this look-back tile in
+# thread runs from 512 environments, (block_t, block_n, warps, below this many) (_launch._unaligned_look_back_tile).
+UNALIGNED_LOOK_BACK_TILE = (128, 16, 4, 1024)
 
 
 @triton.jit

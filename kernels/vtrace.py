@@ -49,6 +49,9 @@ EIGHT_WARP_SHORT_TILES = ((4, 128, None), (4, 256, None), (2, 128, None), (2, 25
 # Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles of two environments
 # per thread, at these (most steps, from this many environments, warps) (_launch.choose_config).
 UNALIGNED_WHOLE_TILES = ((256, 4096, 8),)
+# Float32 [T, N] sequences of more than 256 steps in rows not 16 elements apart take this look-back tile in
+# thread runs from 512 environments, (block_t, block_n, warps, below this many) (_launch._unaligned_look_back_tile).
+UNALIGNED_LOOK_BACK_TILE = (128, 16, 4, 1024)
 
 
 @triton.jit

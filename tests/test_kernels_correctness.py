@@ -637,21 +637,24 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
 LONGEST_RUN = 2600
 
 
-@pytest.mark.parametrize("T,width", [(300, 600), (1000, 1000), (1500, 600), (700, 1500), (600, 3000), (700, 2048),
-                                     (600, 16), (400, 100), (4096, 32), (65536, 16), (65536, 1), (65536, 8),
-                                     (65536, 12), (65536, 3)])
+@pytest.mark.parametrize("T,width,aligned", [(300, 600, True), (1000, 1000, True), (1500, 600, True), (700, 1500, True),
+                                             (600, 3000, True), (700, 2048, True), (600, 16, True), (400, 100, True),
+                                             (4096, 32, True), (65536, 16, True), (65536, 1, True), (65536, 8, True),
+                                             (65536, 12, True), (65536, 3, True), (1500, 1000, False),
+                                             (3000, 2600, False)])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
-def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
+def test_longer_time_major_tiles(op_case, T, width, aligned, compiled_block_shapes):
     """The float32 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps up to
     4095 environments (``choose_config`` for ``width`` environments: 128-step look-back tiles 16
     or 32 environments wide, 256 x 32 ones, whole sequences of up to 1024 steps 8 wide, V-trace's
     64 x 16 walks from 2048 environments, the look-back tiles in thread runs below 512 environments,
     128-512 x 16 on four warps, and of one column of 16 environments from 65536 steps, 1024 x 16 on
     eight; below 16 environments from 65536 steps 1024 x 1, 1024 x 8, 256-512 x 16 and V-trace's
-    512 x 4) give the reference's answer, with partial tiles in time and environments (at most
-    ``LONGEST_RUN`` steps)."""
+    512 x 4; the tiles of rows not 16 elements apart, ``aligned`` false, from 512 environments) give
+    the reference's answer, with partial tiles in time and environments (at most ``LONGEST_RUN``
+    steps)."""
     op, kw = op_case
-    config = compiled_block_shapes.estimator_config(op, T, width, False, 4)
+    config = compiled_block_shapes.estimator_config(op, T, width, False, 4, aligned_rows=aligned)
     N = 67 if DEVICE == "cuda" else config.block_n + 3
     tm = make_inputs(op, min(T, LONGEST_RUN), N, seed=seed_of("longer_tn", op_case, T, width), **kw)
     ref = call(R, upcast(tm))
@@ -660,8 +663,8 @@ def test_longer_time_major_tiles(op_case, T, width, compiled_block_shapes):
         assert rel_err(o, r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008), (600, 100), (600, 32), (65536, 16),
-                                     (65536, 1), (65536, 12)])
+@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008), (1000, 2048), (600, 100), (600, 32),
+                                     (65536, 16), (65536, 1), (65536, 12)])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
     """The bf16 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps (``choose_config``

@@ -290,14 +290,13 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
 LONGER_TILES = {  # (T, N): block shape by kernel group, as (block_t, block_n, warps, lookback); None: unchanged
     (512, 512): {"narrow": (128, 16, 4, True), "light": (512, 8, 8, False), "other": (512, 8, 8, False)},
     (1000, 1000): {"narrow": (128, 16, 4, True), "light": (128, 32, 4, True), "other": (1024, 8, 8, False)},
-    (8192, 1023): {"narrow": (128, 16, 4, True), "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True),
-                   "lambda": None},
-    (2048, 2048): {"narrow": None, "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True),
+    (8192, 1008): {"narrow": (128, 16, 4, True), "light": (256, 32, 4, True), "linear_scan": (256, 32, 4, True),
                    "lambda": (256, 32, 8, True)},
-    (300, 3008): {"narrow": None, "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True),
+    (2048, 2048): {"narrow": None, "light": (256, 32, 4, True), "linear_scan": (256, 32, 4, True),
+                   "lambda": (256, 32, 8, True)},
+    (300, 3008): {"narrow": None, "light": (256, 32, 4, True), "linear_scan": (256, 32, 4, True),
                   "lambda": (256, 32, 8, True)},
-    (4096, 4095): {"narrow": None, "light": (128, 32, 4, True), "linear_scan": (128, 32, 4, True), "lambda": None},
-}
+}  # rows not 16 elements apart of more than 2^20 elements: test_unaligned_look_back_tiles
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -306,12 +305,13 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     longer than the two-warp 32-step look-back tiles where those measured slower (H200, inputs from
     DRAM): GAE, Retrace and discounted returns ("narrow") 128 x 16 look-back tiles below 1024
     environments or up to 2^20 elements; the others whole sequences of up to 1024 steps and 2^20
-    elements on 8 warps (the light kernels only in 16-aligned rows: N = 1000 is not), else 128 x 32
-    look-back tiles (``LONG_RUN_TILES``) or, in 16-aligned rows, 256 x 32 on 8 warps (lambda
-    returns). All in thread runs. V-trace takes its own look-back tiles below 2048 environments in
-    16-aligned rows (``test_vtrace_look_back_tiles_in_thread_runs``), keeps its short tiles in rows that
-    are not, and walks from 2048 environments in 16-aligned rows
-    (``test_vtrace_walks_from_2048_environments``)."""
+    elements on 8 warps (the light kernels only in 16-aligned rows: N = 1000 is not), else
+    ``LONG_RUN_TILES`` look-back tiles 32 wide on four warps, 256 steps in 16-aligned rows and 128 in
+    others, or, in 16-aligned rows, 256 x 32 on 8 warps (lambda returns). All in thread runs. V-trace
+    takes its own look-back tiles below 2048 environments in 16-aligned rows
+    (``test_vtrace_look_back_tiles_in_thread_runs``), keeps its short tiles in rows that are not (but
+    those of more than 2^20 elements: ``test_unaligned_look_back_tiles``), and walks from 2048
+    environments in 16-aligned rows (``test_vtrace_walks_from_2048_environments``)."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
@@ -330,6 +330,39 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
             block_t, block_n, warps, lookback = shape
             assert c == LaunchConfig(block_t, block_n, warps, lookback=lookback,
                                      latest_first=estimator not in FORWARD_ONLY, thread_runs=True), (T, N)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_unaligned_look_back_tiles(compiled_block_shapes, estimator):
+    """Float32 ``[T, N]`` sequences of more than 256 steps and 2^20 elements in rows not 16 elements
+    apart take the kernel's ``UNALIGNED_LOOK_BACK_TILE``, ``(block_t, block_n, warps, below)``, as a
+    look-back tile in thread runs from 512 environments to ``below`` (``_launch._unaligned_look_back_tile``);
+    GAE, which declares none, keeps its 128 x 16 tiles below 1024 environments and two-warp 32 x 32
+    ones from there. The same sequences in 16-aligned rows, in bf16, of at most 2^20 elements, below
+    512 environments or from ``below`` keep their tiles."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    tile = traits["unaligned_look_back_tile"]
+    assert (tile is None) == (estimator == "gae")
+    below = 4096 if tile is None else tile[3]
+    for T, N in [(8192, 1023), (4096, 4095), (5000, 1000), (2000, 1800), (2100, 520)]:
+        if N >= below:
+            continue
+        c = config(estimator, T, N, False, 4, aligned_rows=False)
+        if tile is None:
+            assert c == LaunchConfig(128, 16, 4, lookback=True, latest_first=True, thread_runs=True) if N < 1024 else (
+                c == LaunchConfig(32, 32, 2, lookback=True, latest_first=True, thread_runs=True)), (T, N, c)
+        else:
+            block_t, block_n, warps, _ = tile
+            assert c == LaunchConfig(block_t, block_n, warps, lookback=True,
+                                     latest_first=estimator not in FORWARD_ONLY, thread_runs=True), (T, N, c)
+    without = dict(traits, unaligned_look_back_tile=None, explicit_short_tiles=False)
+    for T, N, itemsize, aligned in [(5000, 1008, 4, True), (5000, 1000, 2, False), (1000, 1000, 4, False),
+                                    (2000, 4100, 4, False), (5000, 500, 4, False), (3000, below, 4, False),
+                                    (3000, below + 8, 4, False)]:
+        assert config(estimator, T, N, False, itemsize, aligned_rows=aligned) == compiled_block_shapes.choose_config(
+            T, N, False, itemsize=itemsize, aligned_rows=aligned, **without), (T, N, itemsize, aligned)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -359,10 +392,11 @@ def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
     """V-trace's ``[T, N]`` sequences of more than 256 steps where it does not walk take four-warp
     look-back tiles in thread runs (``_launch._wide_scan_run_tile``; H200, inputs from DRAM, 1.06-2.63x
     on 22 held-out cells): from 16 to 511 environments 16 wide, 256 steps where they make one column of
-    tiles and 128 where they make more (16- and 32-bit floats, any rows); from 512 to 2047
-    environments in 16-aligned rows 128 x 32 (float32, 16-bit floats from 513 steps). Rows not 16
-    elements apart from 512 environments, fewer than 16 environments, 64-bit floats and ``[N, T]``
-    storage keep their tiles."""
+    tiles and 128 where they make more (16- and 32-bit floats, any rows); in 16-aligned rows 128 x 32
+    from 512 to 2047 environments in float32, and from 513 steps to 8191 environments in 16-bit
+    floats; float32 rows not 16 elements apart from 512 to 1023 environments 128 x 16
+    (``test_unaligned_look_back_tiles``). 16-bit rows not 16 elements apart from 512 environments,
+    fewer than 16 environments, 64-bit floats and ``[N, T]`` storage keep their tiles."""
     from kernels import LaunchConfig
 
     config = compiled_block_shapes.estimator_config
@@ -374,10 +408,12 @@ def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
                                      (8192, 256, 4, tile(128, 16)), (300, 100, 4, tile(128, 16)),
                                      (70000, 17, 4, tile(128, 16)), (5000, 150, 2, tile(128, 16)),
                                      (257, 512, 4, tile(128, 32)), (4096, 1024, 4, tile(128, 32)),
-                                     (2048, 2032, 4, tile(128, 32)), (513, 1024, 2, tile(128, 32))]:
+                                     (2048, 2032, 4, tile(128, 32)), (513, 1024, 2, tile(128, 32)),
+                                     (4096, 2048, 2, tile(128, 32)), (1000, 8176, 2, tile(128, 32)),
+                                     (5000, 700, 4, tile(128, 16)), (3000, 1000, 4, tile(128, 16))]:
         assert config("vtrace", T, N, False, itemsize, aligned_rows=N % 16 == 0) == expected, (T, N, itemsize)
-    for T, N, itemsize in [(5000, 700, 4), (3000, 3000, 4), (2048, 8200, 4), (1000, 8, 4), (8192, 512, 8),
-                           (300, 100, 8)]:
+    for T, N, itemsize in [(5000, 700, 2), (3000, 3000, 2), (3000, 3000, 4), (2048, 8200, 4), (1000, 8, 4),
+                           (8192, 512, 8), (300, 100, 8)]:
         c = config("vtrace", T, N, False, itemsize, aligned_rows=N % 16 == 0)
         assert c.lookback and not c.thread_runs, (T, N, itemsize, c)
     assert config("vtrace", 512, 1024, False, 2) == LaunchConfig(64, 16, 2, lookback=True, latest_first=True,
@@ -495,11 +531,12 @@ def test_float32_walks_from_7680_environments(compiled_block_shapes, estimator):
 
 HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block_t, block_n, warps) of a look-back
     # tile; "walk": no look-back; None: the look-back tiles as before, not in thread runs
-    (2048, 512): {"long_run": (64, 64, 2), "vtrace": (128, 32, 4), "successor": (128, 32, 4), "other": (128, 32, 4)},
-    (1500, 2000): {"long_run": (64, 64, 2), "vtrace": (128, 32, 4), "successor": (128, 32, 4), "other": (128, 32, 4)},
-    (512, 2000): {"long_run": (64, 64, 2), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
-    (4096, 2048): {"long_run": (64, 64, 2), "vtrace": None, "successor": None, "other": (128, 32, 4)},
-    (300, 6000): {"long_run": "walk", "vtrace": None, "successor": None, "other": (128, 32, 4)},
+    (2048, 512): {"long_run": (256, 32, 4), "vtrace": (128, 32, 4), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (1500, 2000): {"long_run": (256, 32, 4), "vtrace": (128, 32, 4), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (512, 2000): {"long_run": (256, 32, 4), "vtrace": (64, 16, 2), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (4096, 2048): {"long_run": (256, 32, 4), "vtrace": (128, 32, 4), "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (300, 3072): {"long_run": (256, 32, 4), "vtrace": None, "successor": (128, 32, 4), "other": (128, 32, 4)},
+    (1000, 6000): {"long_run": "walk", "vtrace": (128, 32, 4), "successor": None, "other": (128, 32, 4)},
     (3000, 3000): {"long_run": None, "vtrace": None, "successor": None, "other": None},  # rows not 16-aligned
     (2000, 500): {"long_run": (256, 16, 4), "vtrace": (128, 16, 4), "successor": (128, 16, 4),
                   "other": (256, 16, 4)},  # fewer environments, rows not 16-aligned: test_few_env_look_back_tiles_in_thread_runs
@@ -510,11 +547,11 @@ HALF_FLOAT_TILES = {  # (T, N): 16-bit float block shape by kernel group, (block
 def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
     """16-bit float ``[T, N]`` sequences of more than 256 steps from 512 environments, in 16-aligned
     rows, below the walks, take look-back tiles in thread runs of about float32's bytes (H200, inputs
-    from DRAM): 64 x 64 on two warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
-    they start to walk), 128 x 32 on four for GAE and Retrace below 2048 environments and for V-trace
-    there from 513 steps (64 x 16 on two up to 512: ``test_vtrace_look_back_tiles_in_thread_runs``),
-    128 x 32 on four for lambda and discounted returns. Below 512 environments every kernel's tiles
-    are 16 wide."""
+    from DRAM): 256 x 32 on four warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
+    they start to walk), 128 x 32 on four for GAE and Retrace below 4096 environments and for V-trace
+    from 513 steps (64 x 16 on two up to 512 below 2048 environments:
+    ``test_vtrace_look_back_tiles_in_thread_runs``), 128 x 32 on four for lambda and discounted
+    returns. Below 512 environments every kernel's tiles are 16 wide."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
