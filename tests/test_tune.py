@@ -350,13 +350,9 @@ def test_unaligned_look_back_tiles(compiled_block_shapes, estimator):
         if N >= below:
             continue
         c = config(estimator, T, N, False, 4, aligned_rows=False)
-        if tile is None:
-            assert c == LaunchConfig(128, 16, 4, lookback=True, latest_first=True, thread_runs=True) if N < 1024 else (
-                c == LaunchConfig(32, 32, 2, lookback=True, latest_first=True, thread_runs=True)), (T, N, c)
-        else:
-            block_t, block_n, warps, _ = tile
-            assert c == LaunchConfig(block_t, block_n, warps, lookback=True,
-                                     latest_first=estimator not in FORWARD_ONLY, thread_runs=True), (T, N, c)
+        block_t, block_n, warps = tile[:3] if tile is not None else (128, 16, 4) if N < 1024 else (32, 32, 2)
+        assert c == LaunchConfig(block_t, block_n, warps, lookback=True, latest_first=estimator not in FORWARD_ONLY,
+                                 thread_runs=True), (T, N, c)
     without = dict(traits, unaligned_look_back_tile=None, explicit_short_tiles=False)
     for T, N, itemsize, aligned in [(5000, 1008, 4, True), (5000, 1000, 2, False), (1000, 1000, 4, False),
                                     (2000, 4100, 4, False), (5000, 500, 4, False), (3000, below, 4, False),
