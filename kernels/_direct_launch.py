@@ -78,10 +78,13 @@ class DirectLauncher:
     ``constexprs`` are its trailing ``tl.constexpr`` parameters by name. The positions of tensor
     and integer arguments are fixed by the first call (every call site passes the same kinds in
     the same places; an absent optional tensor is replaced by a placeholder tensor).
+    ``cooperative``: launch cooperatively (all programs resident at once, or the launch fails), a
+    property of the compiled kernel that its C launcher keeps.
     """
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, cooperative: bool = False):
         self.kernel = kernel
+        self.options = {"launch_cooperative_grid": True} if cooperative and not INTERPRET else {}
         self.entries: dict = {}
         self.tensor_pos: Optional[tuple[int, ...]] = None
         self.int_pos: tuple[int, ...] = ()
@@ -152,4 +155,4 @@ class DirectLauncher:
     def _launch_through_triton(self, programs, device, args, constexprs, num_warps):
         scope = device_scope(device.index) if device.type == "cuda" and device.index is not None else nullcontext()
         with scope:
-            return self.kernel[(programs,)](*args, **constexprs, num_warps=num_warps)
+            return self.kernel[(programs,)](*args, **constexprs, num_warps=num_warps, **self.options)

@@ -48,6 +48,12 @@ class LaunchConfig:
     ``explicit_layout``: the kernel's explicit-layout twin (``kernels._explicit_layout``, Gluon; a
     GPU only) holds a whole ``[T, N]`` sequence (``T <= block_t``) in one tile of ``num_warps``
     warps along time, each thread a run of steps of ``block_n * time_threads / 32`` environments.
+
+    ``persistent``: with ``lookback``, the kernel's persistent twin (:func:`persistent_twin_of`) in
+    this many programs per multiprocessor, launched cooperatively (the driver starts them all at
+    once, or refuses). Each program walks the tiles ``pid, pid + G, ...`` of ``G`` programs and
+    loads its next tile while it scans, looks back for and stores the current one (``[T, N]``
+    tiles in thread runs of a reverse kernel, latest first). 0: one tile per program.
     """
 
     block_t: int
@@ -58,6 +64,7 @@ class LaunchConfig:
     latest_first: bool = False
     thread_runs: bool = False
     explicit_layout: bool = False
+    persistent: int = 0
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -66,6 +73,11 @@ class LaunchConfig:
                 raise ValueError(f"LaunchConfig.{name} must be a power of two, got {value}")
         if self.num_stages < 1:
             raise ValueError(f"LaunchConfig.num_stages must be at least 1, got {self.num_stages}")
+        if self.persistent < 0:
+            raise ValueError(f"LaunchConfig.persistent must be at least 0, got {self.persistent}")
+        if self.persistent and not (self.lookback and self.thread_runs):
+            raise ValueError("LaunchConfig.persistent walks look-back tiles in thread runs: needs lookback and "
+                             "thread_runs")
         if self.explicit_layout:
             threads = _explicit_layout.time_threads(self.block_t, self.num_warps)
             if self.lookback or self.num_stages > 1:
@@ -123,7 +135,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   sixteen_warp_rows: bool = False, short_look_back_tiles: bool = False,
                   one_column_triton_tiles: bool = False, aligned_rows: bool = True, explicit_short_tiles: bool = False,
                   eight_warp_short_tiles: tuple = (), unaligned_whole_tiles: tuple = (),
-                  unaligned_look_back_tile: Optional[tuple] = None) -> LaunchConfig:
+                  unaligned_look_back_tile: Optional[tuple] = None,
+                  persistent_look_back_tile: Optional[tuple] = None) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -171,7 +184,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     ``unaligned_whole_tiles`` gives (the caller says whether the twin can run: ``estimator_config``);
     ``unaligned_look_back_tile``, ``(block_t, block_n, num_warps, below)``: the look-back tile in
     thread runs of the kernel's float32 ``[T, N]`` sequences of more than 256 steps and 2^20 elements
-    from 512 to ``below`` environments in rows not 16 elements apart (:func:`_unaligned_look_back_tile`).
+    from 512 to ``below`` environments in rows not 16 elements apart (:func:`_unaligned_look_back_tile`);
+    ``persistent_look_back_tile``, ``(block_t, block_n, num_warps, programs per multiprocessor)``: the
+    persistent look-back tile (``LaunchConfig.persistent``) of the kernel's float32 ``[T, N]``
+    sequences in 16-aligned rows where :func:`_persistent_look_back_tile` takes it.
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
@@ -226,6 +242,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
     * ``[T, N]``, longer, float32 from 512 environments in rows not 16 elements apart: the kernel's
       ``unaligned_look_back_tile`` where it has one.
+    * ``[T, N]``, longer, float32 from 512 to 3839 environments and 2^22 elements in 16-aligned rows:
+      the kernel's ``persistent_look_back_tile`` where it has one.
     * ``[T, N]``, longer, float32 from 512 to 4095 environments, not V-trace: longer tiles where
       :func:`_longer_tiles_below_4096_envs` gives them (GAE, Retrace, discounted returns below 1024
       environments or up to 2^20 elements; the others up to 4095 environments).
@@ -250,7 +268,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
                           sixteen_warp_rows, short_look_back_tiles, one_column_triton_tiles, aligned_rows,
-                          unaligned_look_back_tile)
+                          unaligned_look_back_tile, persistent_look_back_tile)
     return in_step_order(config, time_contiguous, latest_first)
 
 
@@ -350,7 +368,7 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
                  one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, sixteen_warp_rows: bool,
                  short_look_back_tiles: bool, one_column_triton_tiles: bool, aligned_rows: bool,
-                 unaligned_look_back_tile: Optional[tuple]) -> LaunchConfig:
+                 unaligned_look_back_tile: Optional[tuple], persistent_look_back_tile: Optional[tuple]) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -429,6 +447,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         unaligned = _unaligned_look_back_tile(N * t_pow2, N, itemsize, aligned_rows, unaligned_look_back_tile)
         if unaligned is not None:
             return unaligned
+        persistent = _persistent_look_back_tile(N * t_pow2, N, itemsize, aligned_rows, persistent_look_back_tile)
+        if persistent is not None:
+            return persistent
         if itemsize == 4 and N < 4096 and not wide_scan:
             longer = _longer_tiles_below_4096_envs(T, N, successor_rows, narrow_short_tiles, long_run_tiles,
                                                    light_steps, aligned_rows)
@@ -602,6 +623,25 @@ def _tiles_of_64_steps(N: int, itemsize: int, block_n: int, wide_scan: bool, lig
     return block_n, True
 
 
+def _persistent_look_back_tile(elements: int, N: int, itemsize: int, aligned_rows: bool,
+                               tile: Optional[tuple]) -> Optional[LaunchConfig]:
+    """The kernel's ``tile`` (``PERSISTENT_LOOK_BACK_TILE``: ``(block_t, block_n, num_warps, programs
+    per multiprocessor)``) as a persistent look-back tile in thread runs (``LaunchConfig.persistent``),
+    for float32 ``[T, N]`` sequences of more than 256 steps and at least 2^22 ``elements`` (N times T
+    rounded up to a power of two) in 16-aligned rows from 512 environments to 3839 (where
+    ``ONE_WAVE_WALKS`` start); ``None`` elsewhere or without one. A program loads its next tile while
+    it scans and looks back for the current one, so the tile's load from DRAM no longer waits behind
+    its look-back (H200, inputs from DRAM, GAE 128 x 32 on four warps, two per multiprocessor, against
+    its 128 x 16 and two-warp 32 x 32 tiles: 1.04-1.16x on five swept cells from 512 x 8192 to 2048 x
+    8192, 1.01-1.12x on eight held out, 0.97-1.00x at 2^20 elements in the sweep; docs/perf.md,
+    "Hiding the look-back tiles' load latency")."""
+    if tile is None or not aligned_rows or itemsize != 4 or elements < 2**22 or not 512 <= N < ONE_WAVE_WALKS[0]:
+        return None
+    block_t, block_n, warps, per_multiprocessor = tile
+    return LaunchConfig(block_t, block_n, num_warps=warps, lookback=True, thread_runs=True,
+                        persistent=per_multiprocessor)
+
+
 def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_short_tiles: bool,
                                   long_run_tiles: bool, light_steps: bool,
                                   aligned_rows: bool) -> Optional[LaunchConfig]:
@@ -697,8 +737,8 @@ def kernel_traits(estimator: str) -> dict:
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
     ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS``, ``SHORT_LOOK_BACK_TILES`` and
     ``ONE_COLUMN_TRITON_TILES``
-    (default false); ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES`` and
-    ``UNALIGNED_LOOK_BACK_TILE`` (default none); ``explicit_short_tiles`` when its
+    (default false); ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES``,
+    ``UNALIGNED_LOOK_BACK_TILE`` and ``PERSISTENT_LOOK_BACK_TILE`` (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
@@ -718,6 +758,7 @@ def kernel_traits(estimator: str) -> dict:
             "eight_warp_short_tiles": getattr(module, "EIGHT_WARP_SHORT_TILES", ()),
             "unaligned_whole_tiles": getattr(module, "UNALIGNED_WHOLE_TILES", ()),
             "unaligned_look_back_tile": getattr(module, "UNALIGNED_LOOK_BACK_TILE", None),
+            "persistent_look_back_tile": getattr(module, "PERSISTENT_LOOK_BACK_TILE", None),
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 
@@ -753,7 +794,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     (:func:`successors_from_runs`). ``LOOKBACK`` is 0 without look-back, else the walk's window
     (:func:`lookback_window`).
     With look-back, ``flags`` holds one zeroed flag per tile, and ``ws`` three
-    ``[num_chunks, N]`` planes.
+    ``[num_chunks, N]`` planes; with ``LaunchConfig.persistent`` the kernel's persistent twin walks
+    the tiles in :func:`persistent_programs` programs (at most one per tile), launched cooperatively.
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
     """
     T, N = batch.T, batch.N
@@ -766,10 +808,15 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
+    twin = _persistent_twin(kernel, time_contiguous, config) if config.persistent else None
+    persistent = lookback and twin is not None
     if lookback:
         flags = torch.zeros(num_chunks * n_blocks, dtype=torch.int32, device=batch.device)
         ws = torch.empty(3 * num_chunks * N, dtype=batch.compute_dtype, device=batch.device)
         programs = num_chunks * n_blocks
+        if persistent:
+            kernel = twin
+            programs = min(programs, persistent_programs(batch.device, config.persistent))
     else:
         flags = ws = tensors[0]
         programs = n_blocks
@@ -777,7 +824,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
         kernel = _explicit_twin(kernel, batch, time_contiguous, config)
     launcher = _LAUNCHERS.get(kernel)
     if launcher is None:
-        launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel)
+        launcher = _LAUNCHERS[kernel] = DirectLauncher(kernel, cooperative=persistent)
     shuffle_time = shuffles_time(config, time_contiguous, batch.compute_dtype, itemsize)
     constexprs.update(ACC=accumulator(batch.compute_dtype), BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                       LOOKBACK=lookback_window(config.block_n, n_blocks, num_chunks) if lookback else 0,
@@ -796,6 +843,45 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
 
 
 _LAUNCHERS: dict = {}  # kernel -> its DirectLauncher
+PERSISTENT_TWINS: dict = {}  # kernel -> its persistent twin (``LaunchConfig.persistent``)
+
+
+def persistent_twin_of(kernel):
+    """Register the decorated kernel as ``kernel``'s persistent twin: the same arguments, the look-back
+    tiles walked by ``LaunchConfig.persistent`` programs per multiprocessor."""
+
+    def register(twin):
+        PERSISTENT_TWINS[kernel] = twin
+        return twin
+
+    return register
+
+
+def _persistent_twin(kernel, time_contiguous: bool, config: LaunchConfig):
+    """``kernel``'s persistent twin for a ``LaunchConfig.persistent`` launch, or a ``ValueError``
+    naming what the problem lacks."""
+    twin = PERSISTENT_TWINS.get(kernel)
+    if twin is None:
+        raise ValueError(f"LaunchConfig.persistent: {kernel.fn.__name__} has no persistent kernel")
+    if time_contiguous or not config.latest_first:
+        raise ValueError("LaunchConfig.persistent walks [T, N] tiles held latest first: needs time_dim=0 and "
+                         "latest_first")
+    return twin
+
+
+def persistent_programs(device: torch.device, per_multiprocessor: int) -> int:
+    """How many programs a persistent launch starts: ``per_multiprocessor`` on each multiprocessor
+    of a GPU; one where programs run one after another (the interpreter, the CPU), which then walks
+    every tile in order."""
+    if INTERPRET or device.type != "cuda":
+        return 1
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return _multiprocessors(index) * per_multiprocessor
+
+
+@lru_cache(maxsize=None)
+def _multiprocessors(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 # Whether launches may take explicit-layout twins: Gluon kernels run on NVIDIA GPUs, not in the interpreter.
 EXPLICIT_LAYOUTS = runs_gluon(torch.device("cuda"))

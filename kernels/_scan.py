@@ -240,8 +240,23 @@ def successor_in_runs(x, ptr, t, n, stride_t, stride_n, n_ok, T, DTYPE: tl.const
     other rows' loads (a pipelined walk still issues them, as zero-filling copies: no reads).
     (``_explicit_layout._shift_in`` is the same move for Gluon tiles, whose joins need their
     layouts made equal.)"""
+    loaded = first_step_successors(ptr, t, n, stride_t, stride_n, n_ok, T, DTYPE, TIME_THREADS)
+    return successors_from_loaded(x, loaded, TIME_THREADS)
+
+
+@triton.jit
+def first_step_successors(ptr, t, n, stride_t, stride_n, n_ok, T, DTYPE: tl.constexpr, TIME_THREADS: tl.constexpr):
+    """The loads of :func:`successor_in_runs`: ``ptr[t + 1, n]`` in the rows of the runs' first steps
+    (``0 .. TIME_THREADS - 1``), 0 in the others (and from ``t + 1 = T`` on)."""
+    first_steps = (tl.arange(0, t.shape[0]) < TIME_THREADS)[:, None]
+    return load_tile(ptr, t + 1, n, stride_t, stride_n, first_steps & (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
+
+
+@triton.jit
+def successors_from_loaded(x, loaded, TIME_THREADS: tl.constexpr):
+    """:func:`successor_in_runs` of ``x`` from its :func:`first_step_successors` ``loaded``: every
+    step's successor from the thread's own run, the runs' first steps' from ``loaded``."""
     first_steps = (tl.arange(0, x.shape[0]) < TIME_THREADS)[:, None]
-    loaded = load_tile(ptr, t + 1, n, stride_t, stride_n, first_steps & (t[:, None] + 1 < T) & n_ok[None, :], DTYPE)
     runs = tl.permute(_as_runs(x, TIME_THREADS), (1, 2, 0))  # runs[j, n, k]: step k of thread j's run
     shifted = _shift_in(runs, tl.zeros([runs.shape[0], runs.shape[1]], runs.dtype))
     return tl.where(first_steps, loaded, tl.reshape(tl.permute(shifted, (2, 0, 1)), x.shape))

@@ -20,7 +20,7 @@ import torch
 
 from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_bootstrap, check_scalar
-from kernels._launch import LaunchConfig, launch, scalars
+from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
 from kernels._replay import replayable
 from kernels._triton import gl, runs_triton, tl, triton
 
@@ -45,6 +45,9 @@ EIGHT_WARP_SHORT_TILES = ((4, 256, None), (2, 256, None))
 # Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles of two environments
 # per thread, at these (most steps, from this many environments, warps) (_launch.choose_config).
 UNALIGNED_WHOLE_TILES = ((90, 4096, 4), (256, 0, 8))
+# Float32 [T, N] sequences in 16-aligned rows of 2^22 elements from 512 to 3839 environments: look-back tiles
+# walked by persistent programs (block_t, block_n, warps, programs per multiprocessor) (_launch.choose_config).
+PERSISTENT_LOOK_BACK_TILE = (128, 32, 4, 2)
 
 
 @triton.jit
@@ -134,6 +137,123 @@ def _gae_kernel(
         )
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
+
+
+@triton.jit
+def _gae_tile_inputs(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t,
+                     s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile, tiles, n_blocks, num_chunks, T, N,
+                     HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr,
+                     BLOCK_N: tl.constexpr, TIME_THREADS: tl.constexpr):
+    """Issue the loads of look-back tile ``tile`` (nothing from ``tile >= tiles`` on), held latest first
+    in thread runs: ``(r, v, terminated, done, after, bootstrap)``, ``after`` the ``next_values`` tile
+    or the loaded successors of the runs' first steps (``_scan.first_step_successors``), ``bootstrap``
+    the bootstrap values in the walk's first chunk."""
+    chunk = tile // n_blocks
+    n = (tile % n_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = (n < N) & (tl.zeros_like(n) + tile < tiles)
+    t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, True, TIME_THREADS)
+    mask = (t[:, None] < T) & n_ok[None, :]
+    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+    v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
+    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+    done = terminated
+    if HAS_TRUNC:
+        done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+    if HAS_NEXT:
+        after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+        bootstrap = tl.zeros([BLOCK_N], ACC)
+    else:
+        after = _scan.first_step_successors(v_ptr, t, n, s_v_t, s_v_n, n_ok, T, ACC, TIME_THREADS)
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok & (tl.zeros_like(n) + chunk == 0), ACC)
+    return r, v, terminated, done, after, bootstrap
+
+
+@persistent_twin_of(_gae_kernel)
+@_scan.coefficient_kernel
+def _gae_persistent_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    adv_ptr,
+    s_adv_t,
+    s_adv_n,
+    ret_ptr,
+    s_ret_t,
+    s_ret_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+    RUN_SUCCESSORS: tl.constexpr,
+):
+    """``_gae_kernel``'s look-back tiles walked by persistent programs (``LaunchConfig.persistent``):
+    program ``p`` of ``G`` takes the tiles ``p, p + G, ...`` in walking order, and issues the loads of
+    its next tile before it scans the current one, looks back for its carry and stores it, so the
+    next tile's loads are in flight meanwhile (a load stalls a thread only where its value is first
+    used). A tile waits only on tiles of smaller number, which resident programs reach first: the
+    launch is cooperative (``_launch``)."""
+    tl.static_assert(LATEST_FIRST and TIME_THREADS > 1 and LOOKBACK > 0)
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    n_blocks = tl.cdiv(N, BLOCK_N)
+    tiles = num_chunks * n_blocks
+    step = tl.num_programs(0)
+    tile = tl.program_id(0)
+    r, v, terminated, done, after, bootstrap = _gae_tile_inputs(
+        r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n,
+        nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC, HAS_NEXT, ACC,
+        BLOCK_T, BLOCK_N, TIME_THREADS)
+    for _ in tl.range(tl.program_id(0), tiles, step, num_stages=1):
+        next_inputs = _gae_tile_inputs(
+            r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n,
+            nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile + step, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC,
+            HAS_NEXT, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
+        chunk = tile // n_blocks
+        block = tile % n_blocks
+        n = block * BLOCK_N + tl.arange(0, BLOCK_N)
+        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, True, TIME_THREADS)
+        mask = (t[:, None] < T) & (n < N)[None, :]
+        if HAS_NEXT:
+            v_after = after
+        else:
+            v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :],
+                               _scan.successors_from_loaded(v, after, TIME_THREADS))
+        alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
+        adv, _ = _scan.scan_chunk(alpha, beta, tl.zeros([BLOCK_N], ACC), chunk, block, T, N, ws, flags, BLOCK_T,
+                                  BLOCK_N, True, LOOKBACK, 1, 0, True, TIME_THREADS)
+        _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
+        _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
+        r, v, terminated, done, after, bootstrap = next_inputs
+        tile += step
 
 
 @_explicit_layout.twin_of(_gae_kernel)

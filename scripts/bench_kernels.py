@@ -418,25 +418,27 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     return config_label(c)
 
 
+LABEL_FORM = "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit][+<k>persistent]"
+
+
 def config_label(c: LaunchConfig) -> str:
-    """A block shape as ``<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit]``
-    (``parse_config_label`` reads it back)."""
+    """A block shape as ``LABEL_FORM`` (``parse_config_label`` reads it back)."""
     return (f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if c.lookback else "")
             + (f"+{c.num_stages}stages" if c.num_stages > 1 else "") + ("+latest" if c.latest_first else "")
             + ("+runs" if c.thread_runs else "")
-            + ("+explicit" if getattr(c, "explicit_layout", False) else ""))  # not in older kernels' configs
+            + ("+explicit" if getattr(c, "explicit_layout", False) else "")  # not in older kernels' configs
+            + (f"+{c.persistent}persistent" if getattr(c, "persistent", 0) else ""))
 
 
 def parse_config_label(label: str) -> LaunchConfig:
     """The :class:`LaunchConfig` that ``config_label`` wrote as ``label``, e.g. ``16x64w1+lookback``."""
-    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(\+latest)?(\+runs)?(\+explicit)?",
-                         label.strip())
+    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(\+latest)?(\+runs)?(\+explicit)?"
+                         r"(?:\+(\d+)persistent)?", label.strip())
     if match is None:
-        raise ValueError(f"config label {label!r} is not "
-                         "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit]")
-    block_t, block_n, warps, lookback, stages, latest, runs, explicit = match.groups()
+        raise ValueError(f"config label {label!r} is not {LABEL_FORM}")
+    block_t, block_n, warps, lookback, stages, latest, runs, explicit, persistent = match.groups()
     return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1),
-                        latest is not None, runs is not None, explicit is not None)
+                        latest is not None, runs is not None, explicit is not None, int(persistent or 0))
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:

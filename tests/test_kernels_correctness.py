@@ -477,6 +477,54 @@ def test_long_lookback_chains_match_the_one_lane_walk(op_case, layout, walk):
             assert rel_err(o, e) < TOL[torch.float32]
 
 
+PERSISTENT_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(truncated=False))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("config", [(128, 32, 4, 2), (32, 32, 2, 3), (64, 16, 2, 1)], ids=str)
+@pytest.mark.parametrize("op_case", PERSISTENT_CASES, ids=case_id)
+def test_persistent_look_back_tiles(op_case, config, dtype):
+    """Look-back tiles walked by persistent programs, each loading its next tile before it scans the
+    current one (``LaunchConfig.persistent``), give the reference's answer with a partial last chunk,
+    a partial last block of environments and rows not 16 elements apart; on a GPU with several tiles
+    per program, every program's chain racing the others', three calls."""
+    from kernels import LaunchConfig
+
+    block_t, block_n, warps, per_multiprocessor = config
+    op, kw = op_case
+    T, N = (4099, 1203) if DEVICE == "cuda" else (3 * block_t + 5, block_n + 3)
+    case = make_inputs(op, T, N, dtype=dtype, seed=seed_of("persistent", op_case, config, dtype), **kw)
+    ref = call(R, upcast(case))
+    launch = LaunchConfig(block_t, block_n, warps, lookback=True, latest_first=True, thread_runs=True,
+                          persistent=per_multiprocessor)
+    for _ in range(3 if DEVICE == "cuda" else 1):
+        out = call(kernels, case, config=launch)
+        for o, r in zip(out, ref):
+            assert rel_err(o, r) < TOL[dtype]
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="a cooperative launch of many programs needs a GPU")
+@pytest.mark.parametrize("T, N", [(4096, 1024), (8192, 512), (2048, 3072)])
+def test_the_default_persistent_tiles_match_the_one_lane_walk(T, N):
+    """Where ``choose_config`` takes GAE's persistent look-back tiles (float32 ``[T, N]`` from 512
+    environments and 2^22 elements), the cooperative launch of two programs per multiprocessor
+    matches the one-lane walk without look-back (``sequential``) in each of three calls."""
+    import importlib
+
+    from kernels import _launch
+    from kernels.backends import get_backend
+
+    assert _launch.estimator_config("gae", T, N, False, 4).persistent > 0
+    case = make_inputs("gae", T, N, seed=seed_of("default_persistent", T, N))
+    expected = call(get_backend("sequential"), case)
+    for _ in range(3):
+        out = call(kernels, case)
+        for o, e in zip(out, expected):
+            assert rel_err(o, e) < TOL[torch.float32]
+    twin = importlib.import_module("kernels.gae")._gae_persistent_kernel
+    assert _launch._LAUNCHERS[twin].options == {"launch_cooperative_grid": True}
+
+
 @pytest.mark.parametrize("config", [(16, 8, 1, 3), (128, 2, 2, 3), (32, 16, 4, 5)], ids=str)
 @pytest.mark.parametrize("layout", ["tn", "nt_view", "nt"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)

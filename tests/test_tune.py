@@ -74,7 +74,9 @@ def test_time_major_candidates_hold_their_steps_as_the_kernel_does(estimator, re
                                     K.LaunchConfig(128, 8, 4), K.LaunchConfig(16, 32, 2, True, latest_first=True),
                                     K.LaunchConfig(32, 16, 2, False, 3, latest_first=True),
                                     K.LaunchConfig(64, 64, 4, False, 3, latest_first=True, thread_runs=True),
-                                    K.LaunchConfig(16, 64, 1, True, thread_runs=True)], ids=str)
+                                    K.LaunchConfig(16, 64, 1, True, thread_runs=True),
+                                    K.LaunchConfig(128, 32, 4, True, latest_first=True, thread_runs=True,
+                                                   persistent=2)], ids=str)
 def test_config_labels_read_back_to_the_same_block_shape(config):
     label = K.B.config_label(config)
     assert K.B.parse_config_label(label) == config
@@ -275,6 +277,8 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
         c = config(estimator, T, N, False, 4)
         if N < (1024 if narrow else 4096) and not traits["wide_scan"]:
             continue  # longer tiles (test_longer_tiles_below_4096_environments)
+        if traits["persistent_look_back_tile"] and N < 3840:
+            continue  # persistent tiles (test_persistent_look_back_tiles)
         if (traits["long_run_tiles"] and N >= 4096) or (traits["wide_scan"] and N >= 2048):
             assert not c.lookback, (N, T, c)  # walks (test_long_run_kernels_walk_from_4096_environments)
         elif traits["wide_scan"]:
@@ -321,6 +325,9 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     for (T, N), shapes in LONGER_TILES.items():
         shape = None if group == "vtrace" else shapes.get(group, shapes.get("other"))
         c = config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
+        if c.persistent:  # GAE from 2^22 elements in 16-aligned rows (test_persistent_look_back_tiles)
+            assert traits["persistent_look_back_tile"] and N % 16 == 0 and N * 2 ** (T - 1).bit_length() >= 2**22
+            continue
         if group == "vtrace" and N % 16 == 0:
             assert not c.lookback if N >= 2048 else c == LaunchConfig(128, 32, 4, lookback=True, latest_first=True,
                                                                        thread_runs=True), (T, N, c)
@@ -359,6 +366,35 @@ def test_unaligned_look_back_tiles(compiled_block_shapes, estimator):
                                     (3000, below + 8, 4, False)]:
         assert config(estimator, T, N, False, itemsize, aligned_rows=aligned) == compiled_block_shapes.choose_config(
             T, N, False, itemsize=itemsize, aligned_rows=aligned, **without), (T, N, itemsize, aligned)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_persistent_look_back_tiles(compiled_block_shapes, estimator):
+    """Float32 ``[T, N]`` sequences of more than 256 steps and 2^22 elements (T rounded up to a power
+    of two) in 16-aligned rows from 512 to 3839 environments take the kernel's
+    ``PERSISTENT_LOOK_BACK_TILE``, ``(block_t, block_n, warps, programs per multiprocessor)``, as a
+    persistent look-back tile in thread runs (``_launch._persistent_look_back_tile``); only GAE
+    declares one. The same sequences in bf16, in rows not 16 elements apart, of fewer elements,
+    below 512 environments or from 3840 keep their tiles."""
+    from kernels import LaunchConfig
+
+    config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
+    tile = traits["persistent_look_back_tile"]
+    assert (tile is None) == (estimator != "gae")
+    if tile is not None:
+        block_t, block_n, warps, per_multiprocessor = tile
+        for T, N in [(8192, 512), (6000, 768), (4096, 1024), (3000, 1536), (2048, 2048), (2048, 3072), (8192, 2048),
+                     (1025, 3824), (65536, 512)]:
+            assert config(estimator, T, N, False, 4) == LaunchConfig(
+                block_t, block_n, warps, lookback=True, latest_first=True, thread_runs=True,
+                persistent=per_multiprocessor), (T, N)
+    without = dict(traits, persistent_look_back_tile=None, explicit_short_tiles=False)
+    for T, N, itemsize, aligned in [(8192, 512, 2, True), (4096, 1000, 4, False), (2048, 1024, 4, True),
+                                    (4096, 496, 4, True), (8192, 3840, 4, True), (4096, 4096, 4, True),
+                                    (4096, 1024, 8, True), (200, 32768, 4, True)]:
+        assert config(estimator, T, N, False, itemsize, aligned_rows=aligned) == compiled_block_shapes.choose_config(
+            T, N, False, itemsize=itemsize, aligned_rows=aligned, **without), (T, N, itemsize, aligned)
+        assert not config(estimator, T, N, False, itemsize, aligned_rows=aligned).persistent
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -587,7 +623,7 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
     ("vtrace", 4096, 8192, 2, True),  # 217.8 -> 206.2
     ("vtrace", 500, 12000, 4, True),  # float32 walks three deep
     ("gae", 8192, 512, 4, True),  # four-warp look-back tiles: 35.7 -> 34.9
-    ("gae", 2048, 2048, 4, False),  # two-warp look-back tiles: 0.94x in rows not 16 apart
+    ("gae", 1024, 2048, 4, False),  # two-warp look-back tiles: 0.94x in rows not 16 apart
     ("vtrace", 8192, 512, 2, True),  # bf16 four-warp look-back tiles, measured with the runs
     ("vtrace", 128, 32768, 4, True),  # one-warp 16-step walks: 27.2 -> 26.7
 ])
