@@ -883,6 +883,7 @@ def persistent_programs(device: torch.device, per_multiprocessor: int) -> int:
 def _multiprocessors(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
+
 # Whether launches may take explicit-layout twins: Gluon kernels run on NVIDIA GPUs, not in the interpreter.
 EXPLICIT_LAYOUTS = runs_gluon(torch.device("cuda"))
 
