@@ -808,7 +808,7 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
-    twin = _persistent_twin(kernel, time_contiguous, config) if config.persistent else None
+    twin = _persistent_twin(kernel, time_contiguous, config, itemsize) if config.persistent else None
     persistent = lookback and twin is not None
     if lookback:
         flags = torch.zeros(num_chunks * n_blocks, dtype=torch.int32, device=batch.device)
@@ -857,15 +857,19 @@ def persistent_twin_of(kernel):
     return register
 
 
-def _persistent_twin(kernel, time_contiguous: bool, config: LaunchConfig):
+def _persistent_twin(kernel, time_contiguous: bool, config: LaunchConfig, itemsize: int):
     """``kernel``'s persistent twin for a ``LaunchConfig.persistent`` launch, or a ``ValueError``
-    naming what the problem lacks."""
+    naming what the problem lacks: the twin takes each run's successor from the run's own thread
+    (``_scan.successors_from_loaded``), so a tile's time must lie across more than one thread."""
     twin = PERSISTENT_TWINS.get(kernel)
     if twin is None:
         raise ValueError(f"LaunchConfig.persistent: {kernel.fn.__name__} has no persistent kernel")
     if time_contiguous or not config.latest_first:
         raise ValueError("LaunchConfig.persistent walks [T, N] tiles held latest first: needs time_dim=0 and "
                          "latest_first")
+    if _time_threads(config, time_contiguous, itemsize) < 2:
+        raise ValueError(f"LaunchConfig.persistent needs a tile's steps spread over more than one thread: "
+                         f"{config.block_t} x {config.block_n} on {config.num_warps} warps has one along time")
     return twin
 
 
