@@ -123,6 +123,21 @@ def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexp
 
 
 @triton.jit
+def persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+                    TIME_THREADS: tl.constexpr):
+    """Look-back tile ``tile`` of a persistent twin's walk (``_launch.persistent_twin_of``), chunk by
+    chunk of a reverse walk, its rows latest first in thread runs: ``(chunk, block, t, n, n_ok,
+    mask)``; from ``tile >= tiles`` on, the walk's end, ``n_ok`` and ``mask`` are all false, so a
+    program may issue the loads of a next tile it will not take."""
+    chunk = tile // n_blocks
+    block = tile % n_blocks
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = (n < N) & (tl.zeros_like(n) + tile < tiles)
+    t = chunk_rows(chunk, num_chunks, T, BLOCK_T, True, True, TIME_THREADS)
+    return chunk, block, t, n, n_ok, (t[:, None] < T) & n_ok[None, :]
+
+
+@triton.jit
 def thread_run_position(BLOCK_T: tl.constexpr, TIME_THREADS: tl.constexpr):
     """The position in the chunk of each tile row: the row itself, or with ``TIME_THREADS > 1``
     row ``k * TIME_THREADS + j`` at position ``j * R + k`` (``R = BLOCK_T // TIME_THREADS``).

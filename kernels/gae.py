@@ -45,9 +45,10 @@ EIGHT_WARP_SHORT_TILES = ((4, 256, None), (2, 256, None))
 # Float32 [T, N] sequences in rows not 16 elements apart held whole in explicit-layout tiles of two environments
 # per thread, at these (most steps, from this many environments, warps) (_launch.choose_config).
 UNALIGNED_WHOLE_TILES = ((90, 4096, 4), (256, 0, 8))
-# Float32 [T, N] sequences in 16-aligned rows of 2^22 elements from 512 to 3839 environments: look-back tiles
-# walked by persistent programs (block_t, block_n, warps, programs per multiprocessor) (_launch.choose_config).
-PERSISTENT_LOOK_BACK_TILE = (128, 32, 4, 2)
+# Float32 [T, N] sequences of more than 256 steps in 16-aligned rows of 2^22 elements: look-back tiles walked
+# by persistent programs (block_t, block_n, warps, programs per multiprocessor, from, below this many
+# environments) (_launch._persistent_look_back_tile).
+PERSISTENT_LOOK_BACK_TILE = (128, 32, 4, 2, 512, 3840)
 
 
 @triton.jit
@@ -148,11 +149,8 @@ def _gae_tile_inputs(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_
     in thread runs: ``(r, v, terminated, done, after, bootstrap)``, ``after`` the ``next_values`` tile
     or the loaded successors of the runs' first steps (``_scan.first_step_successors``), ``bootstrap``
     the bootstrap values in the walk's first chunk."""
-    chunk = tile // n_blocks
-    n = (tile % n_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = (n < N) & (tl.zeros_like(n) + tile < tiles)
-    t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, True, TIME_THREADS)
-    mask = (t[:, None] < T) & n_ok[None, :]
+    chunk, _, t, n, n_ok, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T, BLOCK_N,
+                                                       TIME_THREADS)
     r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
     v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
     terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
@@ -237,11 +235,8 @@ def _gae_persistent_kernel(
             r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n,
             nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile + step, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC,
             HAS_NEXT, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
-        chunk = tile // n_blocks
-        block = tile % n_blocks
-        n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-        t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, True, TIME_THREADS)
-        mask = (t[:, None] < T) & (n < N)[None, :]
+        chunk, block, t, n, _, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T,
+                                                            BLOCK_N, TIME_THREADS)
         if HAS_NEXT:
             v_after = after
         else:

@@ -22,7 +22,7 @@ import torch
 
 from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_bootstrap, check_scalar
-from kernels._launch import LaunchConfig, launch, scalars
+from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl, triton
 
@@ -52,6 +52,10 @@ UNALIGNED_WHOLE_TILES = ((256, 4096, 8),)
 # Float32 [T, N] sequences of more than 256 steps in rows not 16 elements apart take this look-back tile in
 # thread runs from 512 environments, (block_t, block_n, warps, below this many) (_launch._unaligned_look_back_tile).
 UNALIGNED_LOOK_BACK_TILE = (128, 16, 4, 1024)
+# Float32 [T, N] sequences of more than 256 steps in 16-aligned rows of 2^22 elements: look-back tiles walked
+# by persistent programs (block_t, block_n, warps, programs per multiprocessor, from, below this many
+# environments) (_launch._persistent_look_back_tile).
+PERSISTENT_LOOK_BACK_TILE = (64, 32, 4, 2, 1024, 3328)
 
 
 @triton.jit
@@ -161,6 +165,131 @@ def _vtrace_kernel(
                                        pg_rho_bar)
         _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
         _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
+
+
+@triton.jit
+def _vtrace_tile_inputs(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t,
+                        s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile,
+                        tiles, n_blocks, num_chunks, T, N, HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr,
+                        ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, TIME_THREADS: tl.constexpr):
+    """Issue the loads of look-back tile ``tile`` (``_scan.persistent_tile``): ``(r, v, log_rhos,
+    terminated, done, after, next_values, bootstrap)``, ``after`` the loaded successors of the runs'
+    first steps (``_scan.first_step_successors``), ``next_values`` the tile of them (zeros without),
+    ``bootstrap`` the bootstrap values in the walk's first chunk (zeros with ``next_values``)."""
+    chunk, _, t, n, n_ok, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T, BLOCK_N,
+                                                       TIME_THREADS)
+    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
+    v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
+    log_rhos = _scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC)
+    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+    done = terminated
+    if HAS_TRUNC:
+        done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+    after = _scan.first_step_successors(v_ptr, t, n, s_v_t, s_v_n, n_ok, T, ACC, TIME_THREADS)
+    if HAS_NEXT:
+        next_values = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
+        bootstrap = tl.zeros([BLOCK_N], ACC)
+    else:
+        next_values = tl.zeros_like(r)
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok & (tl.zeros_like(n) + chunk == 0), ACC)
+    return r, v, log_rhos, terminated, done, after, next_values, bootstrap
+
+
+@persistent_twin_of(_vtrace_kernel)
+@_scan.coefficient_kernel
+def _vtrace_persistent_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    lr_ptr,
+    s_lr_t,
+    s_lr_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    vs_ptr,
+    s_vs_t,
+    s_vs_n,
+    pg_ptr,
+    s_pg_t,
+    s_pg_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    rho_bar_hi,
+    rho_bar_lo,
+    c_bar_hi,
+    c_bar_lo,
+    pg_hi,
+    pg_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+    RUN_SUCCESSORS: tl.constexpr,
+):
+    """``_vtrace_kernel``'s look-back tiles walked by persistent programs, each loading its next tile
+    while it scans, looks back for and stores the current one (as ``gae._gae_persistent_kernel``)."""
+    tl.static_assert(LATEST_FIRST and TIME_THREADS > 1 and LOOKBACK > 0)
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
+    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
+    pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    n_blocks = tl.cdiv(N, BLOCK_N)
+    tiles = num_chunks * n_blocks
+    step = tl.num_programs(0)
+    tile = tl.program_id(0)
+    r, v, log_rhos, terminated, done, after, next_values, bootstrap = _vtrace_tile_inputs(
+        r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr,
+        s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile, tiles, n_blocks, num_chunks, T, N,
+        HAS_TRUNC, HAS_NEXT, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
+    for _ in tl.range(tl.program_id(0), tiles, step, num_stages=1):
+        next_inputs = _vtrace_tile_inputs(
+            r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n,
+            trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile + step, tiles, n_blocks,
+            num_chunks, T, N, HAS_TRUNC, HAS_NEXT, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
+        chunk, block, t, n, n_ok, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T,
+                                                               BLOCK_N, TIME_THREADS)
+        not_last = (t[:, None] + 1 < T) & n_ok[None, :]
+        rho = _scan.fast_exp(log_rhos)
+        v_succ = _scan.successors_from_loaded(v, after, TIME_THREADS)
+        if HAS_NEXT:
+            v_after = next_values
+        else:
+            v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
+        alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
+        x, x_next, _ = _scan.scan_chunk_with_next(alpha, beta, tl.zeros([BLOCK_N], ACC), chunk, block, T, N, ws,
+                                                  flags, BLOCK_T, BLOCK_N, LOOKBACK, 0, True, TIME_THREADS)
+        pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
+                                       pg_rho_bar)
+        _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
+        _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
+        r, v, log_rhos, terminated, done, after, next_values, bootstrap = next_inputs
+        tile += step
 
 
 @_explicit_layout.twin_of(_vtrace_kernel)

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernels
+from kernels import _launch
 from kernels import reference as R
 
 from conftest import (
@@ -477,7 +478,13 @@ def test_long_lookback_chains_match_the_one_lane_walk(op_case, layout, walk):
             assert rel_err(o, e) < TOL[torch.float32]
 
 
-PERSISTENT_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(truncated=False))]
+PERSISTENT_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(truncated=False)),
+                    ("vtrace", dict(scalars=dict(lam=0.9, rho_bar=1.5, c_bar=0.8, pg_rho_bar=1.2))),
+                    ("vtrace", dict(next_values=True, truncated=False)),
+                    ("lambda_returns", dict()), ("lambda_returns", dict(truncated=False)),
+                    ("discounted_returns", dict()),  # truncated + next_values + bootstrap_value
+                    ("discounted_returns", dict(truncated=False, next_values=True, bootstrap=False)),  # G_T = V'_{T-1}
+                    ("discounted_returns", dict(truncated=False, bootstrap=False))]  # G_T = 0
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -505,23 +512,24 @@ def test_persistent_look_back_tiles(op_case, config, dtype):
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="a cooperative launch of many programs needs a GPU")
 @pytest.mark.parametrize("T, N", [(4096, 1024), (8192, 512), (2048, 3072)])
-def test_the_default_persistent_tiles_match_the_one_lane_walk(T, N):
-    """Where ``choose_config`` takes GAE's persistent look-back tiles (float32 ``[T, N]`` from 512
-    environments and 2^22 elements), the cooperative launch of two programs per multiprocessor
+@pytest.mark.parametrize("op", [op for op in kernels.ESTIMATORS
+                                if _launch.kernel_traits(op)["persistent_look_back_tile"]])
+def test_the_default_persistent_tiles_match_the_one_lane_walk(op, T, N):
+    """Where ``choose_config`` takes a kernel's persistent look-back tiles (float32 ``[T, N]`` from 512
+    environments and 2^22 elements), the cooperative launch of its programs on every multiprocessor
     matches the one-lane walk without look-back (``sequential``) in each of three calls."""
     import importlib
 
-    from kernels import _launch
     from kernels.backends import get_backend
 
-    assert _launch.estimator_config("gae", T, N, False, 4).persistent > 0
-    case = make_inputs("gae", T, N, seed=seed_of("default_persistent", T, N))
+    assert _launch.estimator_config(op, T, N, False, 4).persistent > 0
+    case = make_inputs(op, T, N, seed=seed_of("default_persistent", op, T, N))
     expected = call(get_backend("sequential"), case)
     for _ in range(3):
         out = call(kernels, case)
         for o, e in zip(out, expected):
             assert rel_err(o, e) < TOL[torch.float32]
-    twin = importlib.import_module("kernels.gae")._gae_persistent_kernel
+    twin = getattr(importlib.import_module(f"kernels.{op}"), f"_{op}_persistent_kernel")
     assert _launch._LAUNCHERS[twin].options == {"launch_cooperative_grid": True}
 
 

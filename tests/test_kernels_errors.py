@@ -207,7 +207,7 @@ PERSISTENT = dict(lookback=True, thread_runs=True, latest_first=True, persistent
 
 
 @pytest.mark.parametrize("op, time_dim, fields, message", [
-    ("vtrace", 0, PERSISTENT, "has no persistent kernel"),
+    ("retrace", 0, PERSISTENT, "has no persistent kernel"),
     ("gae", 1, PERSISTENT, "needs time_dim=0 and latest_first"),
     ("gae", 0, dict(PERSISTENT, latest_first=False), "needs time_dim=0 and latest_first"),
     ("gae", 0, dict(PERSISTENT, block_n=128, num_warps=1), "has one along time")])

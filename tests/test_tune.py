@@ -277,7 +277,7 @@ def test_float32_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
         c = config(estimator, T, N, False, 4)
         if N < (1024 if narrow else 4096) and not traits["wide_scan"]:
             continue  # longer tiles (test_longer_tiles_below_4096_environments)
-        if traits["persistent_look_back_tile"] and N < 3840:
+        if c.persistent:
             continue  # persistent tiles (test_persistent_look_back_tiles)
         if (traits["long_run_tiles"] and N >= 4096) or (traits["wide_scan"] and N >= 2048):
             assert not c.lookback, (N, T, c)  # walks (test_long_run_kernels_walk_from_4096_environments)
@@ -325,7 +325,7 @@ def test_longer_tiles_below_4096_environments(compiled_block_shapes, estimator):
     for (T, N), shapes in LONGER_TILES.items():
         shape = None if group == "vtrace" else shapes.get(group, shapes.get("other"))
         c = config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
-        if c.persistent:  # GAE from 2^22 elements in 16-aligned rows (test_persistent_look_back_tiles)
+        if c.persistent:  # from 2^22 elements in 16-aligned rows (test_persistent_look_back_tiles)
             assert traits["persistent_look_back_tile"] and N % 16 == 0 and N * 2 ** (T - 1).bit_length() >= 2**22
             continue
         if group == "vtrace" and N % 16 == 0:
@@ -371,27 +371,30 @@ def test_unaligned_look_back_tiles(compiled_block_shapes, estimator):
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_persistent_look_back_tiles(compiled_block_shapes, estimator):
     """Float32 ``[T, N]`` sequences of more than 256 steps and 2^22 elements (T rounded up to a power
-    of two) in 16-aligned rows from 512 to 3839 environments take the kernel's
-    ``PERSISTENT_LOOK_BACK_TILE``, ``(block_t, block_n, warps, programs per multiprocessor)``, as a
-    persistent look-back tile in thread runs (``_launch._persistent_look_back_tile``); only GAE
-    declares one. The same sequences in bf16, in rows not 16 elements apart, of fewer elements,
-    below 512 environments or from 3840 keep their tiles."""
+    of two) in 16-aligned rows from ``from`` to ``below`` environments take the kernel's
+    ``PERSISTENT_LOOK_BACK_TILE``, ``(block_t, block_n, warps, programs per multiprocessor, from,
+    below)``, as a persistent look-back tile in thread runs (``_launch._persistent_look_back_tile``);
+    GAE, V-trace and discounted returns declare one. The same sequences in bf16, in rows not 16
+    elements apart, of fewer elements, or outside the range keep their tiles."""
     from kernels import LaunchConfig
 
     config, traits = compiled_block_shapes.estimator_config, compiled_block_shapes.kernel_traits(estimator)
     tile = traits["persistent_look_back_tile"]
-    assert (tile is None) == (estimator != "gae")
+    assert (tile is None) == (estimator not in ("gae", "vtrace", "discounted_returns"))
+    without = dict(traits, persistent_look_back_tile=None, explicit_short_tiles=False)
+    kept = [(8192, 512, 2, True), (4096, 1000, 4, False), (2048, 1024, 4, True), (4096, 496, 4, True),
+            (4096, 4096, 4, True), (4096, 1024, 8, True), (200, 32768, 4, True)]
     if tile is not None:
-        block_t, block_n, warps, per_multiprocessor = tile
-        for T, N in [(8192, 512), (6000, 768), (4096, 1024), (3000, 1536), (2048, 2048), (2048, 3072), (8192, 2048),
-                     (1025, 3824), (65536, 512)]:
+        block_t, block_n, warps, per_multiprocessor, from_n, below_n = tile
+        assert 512 <= from_n < below_n <= compiled_block_shapes.ONE_WAVE_WALKS[0]
+        last = below_n - 16
+        for T, N in [(2**23 // from_n, from_n), (65536, from_n), (4096, 1024), (2048, 2048), (1025, last),
+                     (2**22 // last + 1, last), (8192, (from_n + below_n) // 32 * 16)]:
             assert config(estimator, T, N, False, 4) == LaunchConfig(
                 block_t, block_n, warps, lookback=True, latest_first=True, thread_runs=True,
                 persistent=per_multiprocessor), (T, N)
-    without = dict(traits, persistent_look_back_tile=None, explicit_short_tiles=False)
-    for T, N, itemsize, aligned in [(8192, 512, 2, True), (4096, 1000, 4, False), (2048, 1024, 4, True),
-                                    (4096, 496, 4, True), (8192, 3840, 4, True), (4096, 4096, 4, True),
-                                    (4096, 1024, 8, True), (200, 32768, 4, True)]:
+        kept += [(8192, from_n - 16, 4, True), (2048, below_n, 4, True), (2**20 // from_n, from_n, 4, True)]
+    for T, N, itemsize, aligned in kept:
         assert config(estimator, T, N, False, itemsize, aligned_rows=aligned) == compiled_block_shapes.choose_config(
             T, N, False, itemsize=itemsize, aligned_rows=aligned, **without), (T, N, itemsize, aligned)
         assert not config(estimator, T, N, False, itemsize, aligned_rows=aligned).persistent
@@ -402,14 +405,15 @@ def test_vtrace_walks_from_2048_environments(compiled_block_shapes, estimator):
     """V-trace's float32 ``[T, N]`` sequences of more than 256 steps from 2048 to 8191 environments,
     in 16-aligned rows, are walked three chunks deep in thread-run tiles on four warps, 64 x 16 (H200,
     inputs from DRAM: 4096 x 4096 172 -> 127 us), and 32 x 32 from ``WIDE_WALKS_FROM`` environments
-    (7680 x 2048: 132.4 -> 98.8 us); fewer environments, rows that are not 16-aligned, 16-bit and
-    64-bit floats and the other kernels keep their tiles."""
+    (7680 x 2048: 132.4 -> 98.8 us), except where its persistent look-back tiles take them
+    (``test_persistent_look_back_tiles``); fewer environments, rows that are not 16-aligned, 16-bit
+    and 64-bit floats and the other kernels keep their tiles."""
     from kernels import LaunchConfig
 
     launch = compiled_block_shapes
     narrow = LaunchConfig(64, 16, 4, num_stages=3, latest_first=True, thread_runs=True)
     wide = LaunchConfig(32, 32, 4, num_stages=3, latest_first=True, thread_runs=True)
-    for T, N in [(4096, 2048), (300, 3008), (1000, 6000), (2048, launch.WIDE_WALKS_FROM - 16),
+    for T, N in [(1024, 2048), (300, 3008), (1000, 6000), (2048, launch.WIDE_WALKS_FROM - 16),
                  (2048, launch.WIDE_WALKS_FROM), (4096, 8176)]:
         c = launch.estimator_config(estimator, T, N, False, 4, aligned_rows=N % 16 == 0)
         walk = wide if N >= launch.WIDE_WALKS_FROM else narrow
@@ -425,7 +429,8 @@ def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
     look-back tiles in thread runs (``_launch._wide_scan_run_tile``; H200, inputs from DRAM, 1.06-2.63x
     on 22 held-out cells): from 16 to 511 environments 16 wide, 256 steps where they make one column of
     tiles and 128 where they make more (16- and 32-bit floats, any rows); in 16-aligned rows 128 x 32
-    from 512 to 2047 environments in float32, and from 513 steps to 8191 environments in 16-bit
+    from 512 to 2047 environments in float32 (from 1024, below 2^22 elements: its persistent
+    look-back tiles, ``test_persistent_look_back_tiles``), and from 513 steps to 8191 environments in 16-bit
     floats; float32 rows not 16 elements apart from 512 to 1023 environments 128 x 16
     (``test_unaligned_look_back_tiles``). 16-bit rows not 16 elements apart from 512 environments,
     fewer than 16 environments, 64-bit floats and ``[N, T]`` storage keep their tiles."""
@@ -439,7 +444,7 @@ def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
     for T, N, itemsize, expected in [(1 << 20, 16, 4, tile(256, 16)), (400000, 16, 2, tile(256, 16)),
                                      (8192, 256, 4, tile(128, 16)), (300, 100, 4, tile(128, 16)),
                                      (70000, 17, 4, tile(128, 16)), (5000, 150, 2, tile(128, 16)),
-                                     (257, 512, 4, tile(128, 32)), (4096, 1024, 4, tile(128, 32)),
+                                     (257, 512, 4, tile(128, 32)), (2048, 1024, 4, tile(128, 32)),
                                      (2048, 2032, 4, tile(128, 32)), (513, 1024, 2, tile(128, 32)),
                                      (4096, 2048, 2, tile(128, 32)), (1000, 8176, 2, tile(128, 32)),
                                      (5000, 700, 4, tile(128, 16)), (3000, 1000, 4, tile(128, 16))]:
