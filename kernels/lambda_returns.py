@@ -18,7 +18,7 @@ import torch
 
 from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl, triton
 
@@ -102,89 +102,6 @@ def _lambda_returns_kernel(
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
-
-
-@triton.jit
-def _lambda_returns_tile_inputs(r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr, s_term_t, s_term_n, trunc_ptr,
-                                s_trunc_t, s_trunc_n, tile, tiles, n_blocks, num_chunks, T, N,
-                                HAS_TRUNC: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr,
-                                BLOCK_N: tl.constexpr, TIME_THREADS: tl.constexpr):
-    """Issue the loads of look-back tile ``tile`` (``_scan.persistent_tile``): ``(r, v_after,
-    terminated, done, g_end)``, ``g_end`` the walk's initial value ``G_T`` in its first chunk."""
-    chunk, _, t, n, n_ok, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T, BLOCK_N,
-                                                       TIME_THREADS)
-    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
-    v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
-    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
-    done = terminated
-    if HAS_TRUNC:
-        done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-    g_end = _scan.load_env(nv_ptr + _scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok & (tl.zeros_like(n) + chunk == 0),
-                           ACC)
-    return r, v_after, terminated, done, g_end
-
-
-@persistent_twin_of(_lambda_returns_kernel)
-@_scan.coefficient_kernel
-def _lambda_returns_persistent_kernel(
-    r_ptr,
-    s_r_t,
-    s_r_n,
-    nv_ptr,
-    s_nv_t,
-    s_nv_n,
-    term_ptr,
-    s_term_t,
-    s_term_n,
-    trunc_ptr,
-    s_trunc_t,
-    s_trunc_n,
-    out_ptr,
-    s_out_t,
-    s_out_n,
-    ws,
-    flags,
-    T,
-    N,
-    gamma_hi,
-    gamma_lo,
-    lam_hi,
-    lam_lo,
-    HAS_TRUNC: tl.constexpr,
-    ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    LOOKBACK: tl.constexpr,
-    NUM_STAGES: tl.constexpr,
-    SHUFFLE_TIME: tl.constexpr,
-    LATEST_FIRST: tl.constexpr,
-    TIME_THREADS: tl.constexpr,
-):
-    """``_lambda_returns_kernel``'s look-back tiles walked by persistent programs, each loading its
-    next tile while it scans, looks back for and stores the current one (as ``gae._gae_persistent_kernel``)."""
-    tl.static_assert(LATEST_FIRST and TIME_THREADS > 1 and LOOKBACK > 0)
-    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
-    lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    n_blocks = tl.cdiv(N, BLOCK_N)
-    tiles = num_chunks * n_blocks
-    step = tl.num_programs(0)
-    tile = tl.program_id(0)
-    r, v_after, terminated, done, g_end = _lambda_returns_tile_inputs(
-        r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n,
-        tile, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
-    for _ in tl.range(tl.program_id(0), tiles, step, num_stages=1):
-        next_inputs = _lambda_returns_tile_inputs(
-            r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t,
-            s_trunc_n, tile + step, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
-        chunk, block, t, n, _, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T,
-                                                            BLOCK_N, TIME_THREADS)
-        alpha, beta = _lambda_returns_pairs(r, v_after, terminated, done, mask, gamma, lam)
-        g, _ = _scan.scan_chunk(alpha, beta, g_end, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True, LOOKBACK,
-                                1, 0, True, TIME_THREADS)
-        _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
-        r, v_after, terminated, done, g_end = next_inputs
-        tile += step
 
 
 @_explicit_layout.twin_of(_lambda_returns_kernel)

@@ -5,7 +5,8 @@ float32 ``[T, N]`` cells of GAE's sweep. Each variant is checked against the flo
 from a CUDA graph whose calls take input sets rotated through four times the L2, two rounds
 (``bench_kernels.block_shape_graph_times``). ``without`` is the block shape ``choose_config`` gives
 with no ``PERSISTENT_LOOK_BACK_TILE``. Percentages in the log are of a 2 GiB device-to-device copy
-timed at the start.
+timed at the start. Lambda returns' persistent twin won on no cell and was removed after the run:
+its variants need the kernels of commit 6c21b06 first on PYTHONPATH.
 
   PYTHONPATH=. python docs/bench/load_latency/sweep_others.py OUT.json [ESTIMATOR,... [more] | boundary]
 """
