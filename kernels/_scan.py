@@ -123,6 +123,16 @@ def chunk_rows(chunk, num_chunks, T, BLOCK_T: tl.constexpr, REVERSE: tl.constexp
 
 
 @triton.jit
+def persistent_walk(T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A persistent twin's walk (``_launch.persistent_twin_of``): ``(num_chunks, n_blocks, tiles,
+    first, step)``; program ``p`` of ``G`` takes the look-back tiles ``first = p, p + G, ...`` below
+    ``tiles``, numbered chunk by chunk in walking order (``persistent_tile``)."""
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    n_blocks = tl.cdiv(N, BLOCK_N)
+    return num_chunks, n_blocks, num_chunks * n_blocks, tl.program_id(0), tl.num_programs(0)
+
+
+@triton.jit
 def persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
                     TIME_THREADS: tl.constexpr):
     """Look-back tile ``tile`` of a persistent twin's walk (``_launch.persistent_twin_of``), chunk by

@@ -194,16 +194,12 @@ def _discounted_returns_persistent_kernel(
     next tile while it scans, looks back for and stores the current one (as ``gae._gae_persistent_kernel``)."""
     tl.static_assert(LATEST_FIRST and TIME_THREADS > 1 and LOOKBACK > 0)
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    n_blocks = tl.cdiv(N, BLOCK_N)
-    tiles = num_chunks * n_blocks
-    step = tl.num_programs(0)
-    tile = tl.program_id(0)
+    num_chunks, n_blocks, tiles, tile, step = _scan.persistent_walk(T, N, BLOCK_T, BLOCK_N)
     r, terminated, truncated, v_after, g_end = _discounted_returns_tile_inputs(
         r_ptr, s_r_t, s_r_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n,
         boot_ptr, s_boot, tile, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC, HAS_NEXT, HAS_BOOT, ACC, BLOCK_T,
         BLOCK_N, TIME_THREADS)
-    for _ in tl.range(tl.program_id(0), tiles, step, num_stages=1):
+    for _ in tl.range(tile, tiles, step, num_stages=1):
         next_inputs = _discounted_returns_tile_inputs(
             r_ptr, s_r_t, s_r_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t,
             s_nv_n, boot_ptr, s_boot, tile + step, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC, HAS_NEXT, HAS_BOOT,

@@ -258,16 +258,12 @@ def _vtrace_persistent_kernel(
     rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
     pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
-    num_chunks = tl.cdiv(T, BLOCK_T)
-    n_blocks = tl.cdiv(N, BLOCK_N)
-    tiles = num_chunks * n_blocks
-    step = tl.num_programs(0)
-    tile = tl.program_id(0)
+    num_chunks, n_blocks, tiles, tile, step = _scan.persistent_walk(T, N, BLOCK_T, BLOCK_N)
     r, v, log_rhos, terminated, done, after, next_values, bootstrap = _vtrace_tile_inputs(
         r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr,
         s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile, tiles, n_blocks, num_chunks, T, N,
         HAS_TRUNC, HAS_NEXT, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
-    for _ in tl.range(tl.program_id(0), tiles, step, num_stages=1):
+    for _ in tl.range(tile, tiles, step, num_stages=1):
         next_inputs = _vtrace_tile_inputs(
             r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n,
             trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, tile + step, tiles, n_blocks,

@@ -481,6 +481,7 @@ def test_long_lookback_chains_match_the_one_lane_walk(op_case, layout, walk):
 PERSISTENT_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(truncated=False)),
                     ("vtrace", dict(scalars=dict(lam=0.9, rho_bar=1.5, c_bar=0.8, pg_rho_bar=1.2))),
                     ("vtrace", dict(next_values=True, truncated=False)),
+                    ("retrace", dict(scalars=dict(lam=0.9, c_bar=1.2))), ("retrace", dict(truncated=False)),
                     ("discounted_returns", dict()),  # truncated + next_values + bootstrap_value
                     ("discounted_returns", dict(truncated=False, next_values=True, bootstrap=False)),  # G_T = V'_{T-1}
                     ("discounted_returns", dict(truncated=False, bootstrap=False))]  # G_T = 0

@@ -207,12 +207,12 @@ PERSISTENT = dict(lookback=True, thread_runs=True, latest_first=True, persistent
 
 
 @pytest.mark.parametrize("op, time_dim, fields, message", [
-    ("retrace", 0, PERSISTENT, "has no persistent kernel"),
+    ("lambda_returns", 0, PERSISTENT, "has no persistent kernel"),
     ("gae", 1, PERSISTENT, "needs time_dim=0 and latest_first"),
     ("gae", 0, dict(PERSISTENT, latest_first=False), "needs time_dim=0 and latest_first"),
     ("gae", 0, dict(PERSISTENT, block_n=128, num_warps=1), "has one along time")])
 def test_a_persistent_launch_the_kernel_cannot_take_names_the_field(op, time_dim, fields, message):
-    """``LaunchConfig.persistent`` needs a kernel with a persistent twin (GAE), ``[T, N]`` tiles
+    """``LaunchConfig.persistent`` needs a kernel with a persistent twin (not lambda returns), ``[T, N]`` tiles
     held latest first, and a tile's steps over more than one thread (16 x 128 on one warp has its
     32 lanes along environments); anything else is an error naming the field, not a launch."""
     case = base(op)

@@ -8,9 +8,10 @@ with no ``PERSISTENT_LOOK_BACK_TILE``. Percentages in the log are of a 2 GiB dev
 timed at the start. Lambda returns' persistent twin won on no cell and was removed after the run:
 its variants need the kernels of commit 6c21b06 first on PYTHONPATH.
 
-  PYTHONPATH=. python docs/bench/load_latency/sweep_others.py OUT.json [ESTIMATOR,... [more] | boundary]
+  PYTHONPATH=. python docs/bench/load_latency/sweep_others.py OUT.json [ESTIMATOR,... [more] | boundary | retrace]
 """
 import json
+import os
 import sys
 import time
 
@@ -65,6 +66,10 @@ def main(out: str, estimators: tuple, tiles: tuple = TILES, cells: tuple = CELLS
 if __name__ == "__main__":
     if sys.argv[2:3] == ["boundary"]:
         main(sys.argv[1], ("vtrace",), ((64, 32, 4, 2),), BOUNDARY_CELLS)
+    elif sys.argv[2:3] == ["retrace"]:  # the tile chosen on cells.SWEPT, then read off the others
+        sys.path.append(os.path.dirname(__file__))
+        import cells
+        main(sys.argv[1], ("retrace",), TILES, cells.SWEPT + cells.HELD_OUT + cells.CONTROLS)
     else:
         main(sys.argv[1], tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ESTIMATORS,
              MORE_TILES if sys.argv[3:4] == ["more"] else TILES)
