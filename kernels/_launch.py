@@ -231,8 +231,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       short sequences, and bf16 tiles"); 16-bit floats with ``light_steps`` below 2048 steps: 64 x
       32 on two warps.
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``
-      (where its persistent look-back tiles do not take them): walks three chunks deep in thread runs, 64 x 16 on four warps (docs/perf.md, "Look-back
-      tiles for short sequences, and bf16 tiles"), 32 x 32 from ``WIDE_WALKS_FROM`` environments.
+      (where its persistent look-back tiles do not take them): walks three chunks deep in thread
+      runs, 64 x 16 on four warps (docs/perf.md, "Look-back tiles for short sequences, and bf16
+      tiles"), 32 x 32 from ``WIDE_WALKS_FROM`` environments.
     * ``[T, N]``, longer, float32 from 3840 to 4224 environments (``ONE_WAVE_WALKS``), ``aligned_rows``,
       not ``wide_scan``, ``long_run_tiles`` nor ``light_steps`` (GAE, Retrace, lambda and discounted
       returns) where :func:`_longer_tiles_below_4096_envs` gives none: walks three chunks deep in
@@ -242,9 +243,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       for float32 with ``light_steps``; docs/perf.md, "Deep walks").
     * ``[T, N]``, longer, float32 from 512 environments in rows not 16 elements apart: the kernel's
       ``unaligned_look_back_tile`` where it has one.
-    * ``[T, N]``, longer, float32 of 2^22 elements in 16-aligned rows below the walks, in the range
-      of environments of the kernel's ``persistent_look_back_tile`` where it has one: that tile,
-      before the look-back tiles in thread runs of fewer environments (:func:`_wide_scan_run_tile`).
+    * ``[T, N]``, longer, float32 of 2^22 elements in 16-aligned rows, in the range of environments
+      of the kernel's ``persistent_look_back_tile`` where it has one (GAE and discounted returns 512
+      to 3839, V-trace 2048 to 3583): that tile.
     * ``[T, N]``, longer, float32 from 512 to 4095 environments, not V-trace: longer tiles where
       :func:`_longer_tiles_below_4096_envs` gives them (GAE, Retrace, discounted returns below 1024
       environments or up to 2^20 elements; the others up to 4095 environments).
@@ -439,9 +440,6 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if light_steps and itemsize == 2:
             return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
-    persistent = _persistent_look_back_tile(N * t_pow2, N, itemsize, aligned_rows, persistent_look_back_tile)
-    if persistent is not None:
-        return persistent
     run_tile = _below_16_env_run_tile(T, N, itemsize, wide_scan, long_run_tiles) or (
         _wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else
         _few_env_run_tile(T, N, itemsize, aligned_rows, successor_rows, long_run_tiles, one_column_triton_tiles))
@@ -451,6 +449,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         unaligned = _unaligned_look_back_tile(N * t_pow2, N, itemsize, aligned_rows, unaligned_look_back_tile)
         if unaligned is not None:
             return unaligned
+        persistent = _persistent_look_back_tile(N * t_pow2, N, itemsize, aligned_rows, persistent_look_back_tile)
+        if persistent is not None:
+            return persistent
         if itemsize == 4 and N < 4096 and not wide_scan:
             longer = _longer_tiles_below_4096_envs(T, N, successor_rows, narrow_short_tiles, long_run_tiles,
                                                    light_steps, aligned_rows)
@@ -524,7 +525,7 @@ def _wide_scan_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Op
     * 16- and 32-bit floats from 16 to 511 environments: 16 wide on four warps, 256 steps where the
       tiles make one column (at most 16 environments), 128 where they make more;
     * in 16-aligned rows 128 x 32 on four warps: float32 from 257 steps and 512 to 2047 environments
-      (walks from there; persistent look-back tiles from 1024 and 2^22 elements), 16-bit floats from 513 steps and 512 to 8191 environments (from 2048:
+      (walks from there), 16-bit floats from 513 steps and 512 to 8191 environments (from 2048:
       1.15-1.43x over two-warp 16 x 32 tiles, docs/perf.md, "Look-back tiles from 512 to 8191
       environments").
 
@@ -633,15 +634,17 @@ def _persistent_look_back_tile(elements: int, N: int, itemsize: int, aligned_row
     to ``below`` environments; ``None`` elsewhere or without one. A program loads its next tile
     while it scans and looks back for the current one, so the tile's load from DRAM no longer waits
     behind its look-back (H200, inputs from DRAM, against the tiles without it; docs/perf.md,
-    "Hiding the look-back tiles' load latency", "Persistent look-back tiles for V-trace and
+    "Hiding the look-back tiles' load latency", "Persistent look-back tiles for V-trace, Retrace and
     discounted returns"):
 
     * GAE, 128 x 32 on four warps, two per multiprocessor, 512 to 3839 environments (where
       ``ONE_WAVE_WALKS`` start): 1.04-1.16x on five swept cells, 1.01-1.12x on eight held out;
     * discounted returns, the same: 1.03-1.12x swept, 1.01-1.10x held out;
-    * V-trace, 64 x 32 on four warps, two per multiprocessor, from 1024 environments, where its
-      walks (from 2048) and its 128 x 32 look-back tiles run; 0.96-1.01x from 512 to 1023.
-    """
+    * V-trace, 64 x 32 on four warps, two per multiprocessor, 2048 to 3583 environments, where it
+      walks: 1.05-1.37x on eight cells; 0.89-1.01x from 3584, 0.96-1.11x from 512 to 2047 (its
+      128 x 32 look-back tiles stay).
+
+    Retrace and lambda returns have no twin: none of their tiles won (0.87-0.97x, 0.94-1.00x)."""
     if tile is None or not aligned_rows or itemsize != 4 or elements < 2**22:
         return None
     block_t, block_n, warps, per_multiprocessor, from_n, below_n = tile

@@ -21,7 +21,7 @@ import torch
 
 from kernels import _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
-from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
+from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
 from kernels._triton import runs_triton, tl, triton
 
@@ -139,99 +139,6 @@ def _retrace_kernel(
             LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS,
         )
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
-
-
-@triton.jit
-def _retrace_tile_inputs(r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr, s_eq_t, s_eq_n, lr_ptr, s_lr_t, s_lr_n,
-                         term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, tile, tiles, n_blocks,
-                         num_chunks, T, N, HAS_TRUNC: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr,
-                         BLOCK_N: tl.constexpr, TIME_THREADS: tl.constexpr):
-    """Issue the loads of look-back tile ``tile`` (``_scan.persistent_tile``): ``(r, q,
-    expected_next_q, log_rho_succ, terminated, done)``, ``log_rho_succ`` the next step's ``log_rhos``
-    (0 from ``t + 1 = T`` on)."""
-    _, _, t, n, n_ok, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T, BLOCK_N,
-                                                   TIME_THREADS)
-    r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
-    q = _scan.load_tile(q_ptr, t, n, s_q_t, s_q_n, mask, ACC)
-    expected_next_q = _scan.load_tile(eq_ptr, t, n, s_eq_t, s_eq_n, mask, ACC)
-    log_rho_succ = _scan.load_tile(lr_ptr, t + 1, n, s_lr_t, s_lr_n, (t[:, None] + 1 < T) & n_ok[None, :], ACC)
-    terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
-    done = terminated
-    if HAS_TRUNC:
-        done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
-    return r, q, expected_next_q, log_rho_succ, terminated, done
-
-
-@persistent_twin_of(_retrace_kernel)
-@_scan.coefficient_kernel
-def _retrace_persistent_kernel(
-    r_ptr,
-    s_r_t,
-    s_r_n,
-    q_ptr,
-    s_q_t,
-    s_q_n,
-    eq_ptr,
-    s_eq_t,
-    s_eq_n,
-    lr_ptr,
-    s_lr_t,
-    s_lr_n,
-    term_ptr,
-    s_term_t,
-    s_term_n,
-    trunc_ptr,
-    s_trunc_t,
-    s_trunc_n,
-    out_ptr,
-    s_out_t,
-    s_out_n,
-    ws,
-    flags,
-    T,
-    N,
-    gamma_hi,
-    gamma_lo,
-    lam_hi,
-    lam_lo,
-    c_bar_hi,
-    c_bar_lo,
-    HAS_TRUNC: tl.constexpr,
-    ACC: tl.constexpr,
-    BLOCK_T: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    LOOKBACK: tl.constexpr,
-    NUM_STAGES: tl.constexpr,
-    SHUFFLE_TIME: tl.constexpr,
-    LATEST_FIRST: tl.constexpr,
-    TIME_THREADS: tl.constexpr,
-):
-    """``_retrace_kernel``'s look-back tiles walked by persistent programs, each loading its next tile
-    while it scans, looks back for and stores the current one (as ``gae._gae_persistent_kernel``)."""
-    tl.static_assert(LATEST_FIRST and TIME_THREADS > 1 and LOOKBACK > 0)
-    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
-    lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
-    num_chunks, n_blocks, tiles, tile, step = _scan.persistent_walk(T, N, BLOCK_T, BLOCK_N)
-    r, q, expected_next_q, log_rho_succ, terminated, done = _retrace_tile_inputs(
-        r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr, s_eq_t, s_eq_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t,
-        s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, tile, tiles, n_blocks, num_chunks, T, N, HAS_TRUNC, ACC, BLOCK_T,
-        BLOCK_N, TIME_THREADS)
-    for _ in tl.range(tile, tiles, step, num_stages=1):
-        next_inputs = _retrace_tile_inputs(
-            r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr, s_eq_t, s_eq_n, lr_ptr, s_lr_t, s_lr_n, term_ptr,
-            s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, tile + step, tiles, n_blocks, num_chunks, T, N,
-            HAS_TRUNC, ACC, BLOCK_T, BLOCK_N, TIME_THREADS)
-        chunk, block, t, n, n_ok, mask = _scan.persistent_tile(tile, tiles, n_blocks, num_chunks, T, N, BLOCK_T,
-                                                               BLOCK_N, TIME_THREADS)
-        not_last = (t[:, None] + 1 < T) & n_ok[None, :]
-        alpha, beta = _retrace_pairs(r, q, expected_next_q, _scan.fast_exp(log_rho_succ), terminated, done, mask,
-                                     not_last, gamma, lam, c_bar)
-        d, _ = _scan.scan_chunk(alpha, beta, tl.zeros([BLOCK_N], ACC), chunk, block, T, N, ws, flags, BLOCK_T,
-                                BLOCK_N, True, LOOKBACK, 1, 0, True, TIME_THREADS)
-        _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
-        r, q, expected_next_q, log_rho_succ, terminated, done = next_inputs
-        tile += step
 
 
 @_explicit_layout.twin_of(_retrace_kernel)

@@ -55,7 +55,7 @@ UNALIGNED_LOOK_BACK_TILE = (128, 16, 4, 1024)
 # Float32 [T, N] sequences of more than 256 steps in 16-aligned rows of 2^22 elements: look-back tiles walked
 # by persistent programs (block_t, block_n, warps, programs per multiprocessor, from, below this many
 # environments) (_launch._persistent_look_back_tile).
-PERSISTENT_LOOK_BACK_TILE = (64, 32, 4, 2, 1024, 3328)
+PERSISTENT_LOOK_BACK_TILE = (64, 32, 4, 2, 2048, 3584)
 
 
 @triton.jit

@@ -388,8 +388,9 @@ def test_persistent_look_back_tiles(compiled_block_shapes, estimator):
         block_t, block_n, warps, per_multiprocessor, from_n, below_n = tile
         assert 512 <= from_n < below_n <= compiled_block_shapes.ONE_WAVE_WALKS[0]
         last = below_n - 16
-        for T, N in [(2**23 // from_n, from_n), (65536, from_n), (4096, 1024), (2048, 2048), (1025, last),
-                     (2**22 // last + 1, last), (8192, (from_n + below_n) // 32 * 16)]:
+        middle = (from_n + below_n) // 32 * 16
+        for T, N in [(2**23 // from_n, from_n), (65536, from_n), (3000, middle), (8192, middle), (1025, last),
+                     (2**22 // last + 1, last)]:
             assert config(estimator, T, N, False, 4) == LaunchConfig(
                 block_t, block_n, warps, lookback=True, latest_first=True, thread_runs=True,
                 persistent=per_multiprocessor), (T, N)
@@ -429,8 +430,7 @@ def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
     look-back tiles in thread runs (``_launch._wide_scan_run_tile``; H200, inputs from DRAM, 1.06-2.63x
     on 22 held-out cells): from 16 to 511 environments 16 wide, 256 steps where they make one column of
     tiles and 128 where they make more (16- and 32-bit floats, any rows); in 16-aligned rows 128 x 32
-    from 512 to 2047 environments in float32 (from 1024, below 2^22 elements: its persistent
-    look-back tiles, ``test_persistent_look_back_tiles``), and from 513 steps to 8191 environments in 16-bit
+    from 512 to 2047 environments in float32, and from 513 steps to 8191 environments in 16-bit
     floats; float32 rows not 16 elements apart from 512 to 1023 environments 128 x 16
     (``test_unaligned_look_back_tiles``). 16-bit rows not 16 elements apart from 512 environments,
     fewer than 16 environments, 64-bit floats and ``[N, T]`` storage keep their tiles."""
@@ -444,7 +444,7 @@ def test_vtrace_look_back_tiles_in_thread_runs(compiled_block_shapes):
     for T, N, itemsize, expected in [(1 << 20, 16, 4, tile(256, 16)), (400000, 16, 2, tile(256, 16)),
                                      (8192, 256, 4, tile(128, 16)), (300, 100, 4, tile(128, 16)),
                                      (70000, 17, 4, tile(128, 16)), (5000, 150, 2, tile(128, 16)),
-                                     (257, 512, 4, tile(128, 32)), (2048, 1024, 4, tile(128, 32)),
+                                     (257, 512, 4, tile(128, 32)), (4096, 1024, 4, tile(128, 32)),
                                      (2048, 2032, 4, tile(128, 32)), (513, 1024, 2, tile(128, 32)),
                                      (4096, 2048, 2, tile(128, 32)), (1000, 8176, 2, tile(128, 32)),
                                      (5000, 700, 4, tile(128, 16)), (3000, 1000, 4, tile(128, 16))]:

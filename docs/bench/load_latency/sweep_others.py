@@ -6,7 +6,8 @@ from a CUDA graph whose calls take input sets rotated through four times the L2,
 (``bench_kernels.block_shape_graph_times``). ``without`` is the block shape ``choose_config`` gives
 with no ``PERSISTENT_LOOK_BACK_TILE``. Percentages in the log are of a 2 GiB device-to-device copy
 timed at the start. Lambda returns' persistent twin won on no cell and was removed after the run:
-its variants need the kernels of commit 6c21b06 first on PYTHONPATH.
+its variants need the kernels of commit 6c21b06 first on PYTHONPATH; Retrace's (``retrace``) won on none either,
+those of commit bf4c45e.
 
   PYTHONPATH=. python docs/bench/load_latency/sweep_others.py OUT.json [ESTIMATOR,... [more] | boundary | retrace]
 """
