@@ -212,9 +212,10 @@ PERSISTENT = dict(lookback=True, thread_runs=True, latest_first=True, persistent
     ("gae", 0, dict(PERSISTENT, latest_first=False), "needs time_dim=0 and latest_first"),
     ("gae", 0, dict(PERSISTENT, block_n=128, num_warps=1), "has one along time")])
 def test_a_persistent_launch_the_kernel_cannot_take_names_the_field(op, time_dim, fields, message):
-    """``LaunchConfig.persistent`` needs a kernel with a persistent twin (not lambda returns), ``[T, N]`` tiles
-    held latest first, and a tile's steps over more than one thread (16 x 128 on one warp has its
-    32 lanes along environments); anything else is an error naming the field, not a launch."""
+    """``LaunchConfig.persistent`` needs a kernel with a persistent twin (GAE, V-trace, discounted
+    returns), ``[T, N]`` tiles held latest first, and a tile's steps over more than one thread (16 x
+    128 on one warp has its 32 lanes along environments); anything else is an error naming the
+    field, not a launch."""
     case = base(op)
     if time_dim == 1:
         case = to_time_dim1(case, contiguous=True)
