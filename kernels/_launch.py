@@ -226,10 +226,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       ``fills_waves``; 16-bit floats with ``wide_scan``: 64 x 32 on four warps while those programs,
       two per multiprocessor, take one wave (8192-8448 environments on the H200); float32
       with ``deep_walks``: four chunks deep, 64 x 64 on four warps (32 x 64 from 16384 environments;
-      docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` (with ``light_steps`` from
-      2048 steps): four chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for
-      short sequences, and bf16 tiles"); 16-bit floats with ``light_steps`` below 2048 steps: 64 x
-      32 on two warps.
+      docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` but not ``light_steps``: four
+      chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for short sequences, and
+      bf16 tiles"); 16-bit floats with ``light_steps``: 128 x 32 on two warps (docs/perf.md, "The
+      light kernels' bf16 walks").
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``
       (where its persistent look-back tiles do not take them): walks three chunks deep in thread
       runs, 64 x 16 on four warps (docs/perf.md, "Look-back tiles for short sequences, and bf16
@@ -435,10 +435,10 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
             return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True)
         if wide_scan or (successor_rows and itemsize == 4):
             return LaunchConfig(32, 32, num_warps=2, num_stages=3, thread_runs=True)
-        if long_run_tiles and itemsize == 2 and (t_pow2 >= 2048 or not light_steps):
-            return LaunchConfig(128, 64, num_warps=4, num_stages=4, thread_runs=True)
         if light_steps and itemsize == 2:
-            return LaunchConfig(64, 32, num_warps=2, num_stages=3, thread_runs=True)
+            return LaunchConfig(128, 32, num_warps=2, num_stages=3, thread_runs=True)
+        if long_run_tiles and itemsize == 2:
+            return LaunchConfig(128, 64, num_warps=4, num_stages=4, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
     run_tile = _below_16_env_run_tile(T, N, itemsize, wide_scan, long_run_tiles) or (
         _wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else

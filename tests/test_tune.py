@@ -136,9 +136,10 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     chunks deep in 64 x 64 tiles on four warps (32 x 64 from 16384 environments) for the kernels
     with ``DEEP_WALKS``; otherwise three chunks deep, 32 x 32 on two warps for V-trace and, in
     float32, for the kernels that load each step's successor (V-trace's where its wider walks do not
-    fill their waves: ``test_vtrace_walks_from_8192_environments_by_waves``); in 16-bit floats, four
-    chunks deep in 128 x 64 tiles on four warps for ``LONG_RUN_TILES`` kernels (the light kernels
-    from 2048 steps, 64 x 32 on two warps three chunks deep below); 64 x 64 on four warps otherwise
+    fill their waves: ``test_vtrace_walks_from_8192_environments_by_waves``); in 16-bit floats, three
+    chunks deep in 128 x 32 tiles on two warps for the light kernels,
+    four chunks deep in 128 x 64 tiles on four warps for the other ``LONG_RUN_TILES`` kernel
+    (``linear_scan``); 64 x 64 on four warps otherwise
     (H200 sweeps). ``[N, T]`` storage, float64 and one-chunk sequences keep their tiles; the
     look-back tiles of fewer environments are in thread runs too, but Retrace's float32 ones of one
     column (``test_vtrace_look_back_tiles_in_thread_runs``, ``test_few_env_look_back_tiles_in_thread_runs``)."""
@@ -156,10 +157,12 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
                 shape, stages = (32 if N >= 16384 else 64, 64, 4), 4
             elif small:
                 shape = (32, 32, 2)
-            elif traits["long_run_tiles"] and itemsize == 2 and (T >= 2048 or not traits["light_steps"]):
+            elif traits["light_steps"] and itemsize == 2:
+                shape = (128, 32, 2)
+            elif traits["long_run_tiles"] and itemsize == 2:
                 shape, stages = (128, 64, 4), 4
             else:
-                shape = (64, 32, 2) if traits["light_steps"] and itemsize == 2 else (64, 64, 4)
+                shape = (64, 64, 4)
             assert config(estimator, T, N, False, itemsize) == LaunchConfig(
                 *shape, num_stages=stages, latest_first=reverse, thread_runs=True), (N, T, itemsize)
             assert not config(estimator, T, N, True, itemsize).thread_runs
