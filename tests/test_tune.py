@@ -137,10 +137,9 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     with ``DEEP_WALKS``; otherwise three chunks deep, 32 x 32 on two warps for V-trace and, in
     float32, for the kernels that load each step's successor (V-trace's where its wider walks do not
     fill their waves: ``test_vtrace_walks_from_8192_environments_by_waves``); in 16-bit floats, three
-    chunks deep in 128 x 32 tiles on two warps for the light kernels,
-    four chunks deep in 128 x 64 tiles on four warps for the other ``LONG_RUN_TILES`` kernel
-    (``linear_scan``); 64 x 64 on four warps otherwise
-    (H200 sweeps). ``[N, T]`` storage, float64 and one-chunk sequences keep their tiles; the
+    chunks deep in 128 x 32 tiles on two warps for the light kernels, four chunks deep in 128 x 64
+    tiles on four warps for the other ``LONG_RUN_TILES`` kernel (``linear_scan``); 64 x 64 on four
+    warps otherwise (H200 sweeps). ``[N, T]`` storage, float64 and one-chunk sequences keep their tiles; the
     look-back tiles of fewer environments are in thread runs too, but Retrace's float32 ones of one
     column (``test_vtrace_look_back_tiles_in_thread_runs``, ``test_few_env_look_back_tiles_in_thread_runs``)."""
     from kernels import LaunchConfig
