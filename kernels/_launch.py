@@ -54,6 +54,12 @@ class LaunchConfig:
     once, or refuses). Each program walks the tiles ``pid, pid + G, ...`` of ``G`` programs and
     loads its next tile while it scans, looks back for and stores the current one (``[T, N]``
     tiles in thread runs of a reverse kernel, latest first). 0: one tile per program.
+
+    ``env_runs_of_four``: a ``[T, N]`` tile of 16-bit floats gives each thread runs of 4 consecutive
+    environments (8-byte vectors) instead of 8 (16-byte), as a float32 tile does, so half as many
+    lanes lie along environments and twice as many steps along each thread's run. The 8-byte copies
+    cannot bypass the L1 and take twice the addresses, so it pays only in some walks (docs/perf.md,
+    "The bf16 walks four environments per thread"). Ignored for ``[N, T]`` storage and 32-bit floats.
     """
 
     block_t: int
@@ -65,6 +71,7 @@ class LaunchConfig:
     thread_runs: bool = False
     explicit_layout: bool = False
     persistent: int = 0
+    env_runs_of_four: bool = False
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -78,6 +85,9 @@ class LaunchConfig:
         if self.persistent and not (self.lookback and self.thread_runs):
             raise ValueError("LaunchConfig.persistent walks look-back tiles in thread runs: needs lookback and "
                              "thread_runs")
+        if self.env_runs_of_four and (self.explicit_layout or self.persistent):
+            raise ValueError("LaunchConfig.env_runs_of_four is a layout of the Triton kernels' tiles: not with "
+                             "explicit_layout or persistent")
         if self.explicit_layout:
             threads = _explicit_layout.time_threads(self.block_t, self.num_warps)
             if self.lookback or self.num_stages > 1:
@@ -126,6 +136,12 @@ MULTIPROCESSORS = 132
 # 0.79x at 12288 (0.73) (docs/perf.md, "Instructions per element, V-trace's walks by waves").
 FULL_WAVES = 0.95
 
+# Elements (N times T) up to which the 16-bit [T, N] walks of kernels with ``four_env_walks`` take 64 x 32
+# tiles four environments per thread: 1.01-1.29x over 64 x 64 on four warps eight per thread on the H200
+# from 8192 to 32768 environments, 0.91-1.01x beyond (docs/perf.md, "The bf16 walks four environments
+# per thread").
+FOUR_ENV_WALKS_UP_TO = 2**25
+
 
 @lru_cache(maxsize=4096)
 def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False, itemsize: int = 4,
@@ -136,7 +152,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   one_column_triton_tiles: bool = False, aligned_rows: bool = True, explicit_short_tiles: bool = False,
                   eight_warp_short_tiles: tuple = (), unaligned_whole_tiles: tuple = (),
                   unaligned_look_back_tile: Optional[tuple] = None,
-                  persistent_look_back_tile: Optional[tuple] = None) -> LaunchConfig:
+                  persistent_look_back_tile: Optional[tuple] = None, four_env_walks: int = 0) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -187,7 +203,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     from 512 to ``below`` environments in rows not 16 elements apart (:func:`_unaligned_look_back_tile`);
     ``persistent_look_back_tile``, ``(block_t, block_n, num_warps, programs per multiprocessor, from,
     below)``: the persistent look-back tile (``LaunchConfig.persistent``) of the kernel's float32 ``[T, N]``
-    sequences in 16-aligned rows where :func:`_persistent_look_back_tile` takes it.
+    sequences in 16-aligned rows where :func:`_persistent_look_back_tile` takes it; ``four_env_walks``,
+    warps: for kernels whose 16-bit ``[T, N]`` walks up to ``FOUR_ENV_WALKS_UP_TO`` elements measured
+    faster in 64 x 32 tiles on that many warps four environments per thread (lambda returns four,
+    discounted returns two; docs/perf.md, "The bf16 walks four environments per thread").
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
@@ -224,7 +243,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       ``wide_scan`` and for float32 with ``successor_rows`` (docs/perf.md, "Thread runs"); float32
       with ``wide_scan``: 64 x 64 on eight warps where those programs, one per multiprocessor,
       ``fills_waves``; 16-bit floats with ``wide_scan``: 64 x 32 on four warps while those programs,
-      two per multiprocessor, take one wave (8192-8448 environments on the H200); float32
+      two per multiprocessor, take one wave (8192-8448 environments on the H200), four environments
+      per thread (``env_runs_of_four``); 16-bit floats with ``four_env_walks`` up to
+      ``FOUR_ENV_WALKS_UP_TO`` elements: 64 x 32 on that many warps, four environments per thread; float32
       with ``deep_walks``: four chunks deep, 64 x 64 on four warps (32 x 64 from 16384 environments;
       docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` but not ``light_steps``: four
       chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for short sequences, and
@@ -252,7 +273,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     * ``[T, N]``, longer, from 512 environments (the rest): two-warp look-back tiles in thread runs
       for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096 environments with
       ``light_steps``; docs/perf.md, "Thread runs"); 16-bit floats in 16-aligned rows where
-      :func:`_half_float_look_back_tiles` gives them (two- and four-warp tiles in thread runs);
+      :func:`_half_float_look_back_tiles` gives them (two- and four-warp tiles in thread runs, four
+      environments per thread for ``linear_scan``'s);
       otherwise small one-warp look-back tiles,
       16 x 64 from 2048 environments and 32 x 32 below (32 x 32 throughout with ``light_steps``,
       32 x 64 for their 16-bit floats). V-trace takes two-warp 16 x 32 tiles (float64 from 8192
@@ -270,7 +292,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
                           sixteen_warp_rows, short_look_back_tiles, one_column_triton_tiles, aligned_rows,
-                          unaligned_look_back_tile, persistent_look_back_tile)
+                          unaligned_look_back_tile, persistent_look_back_tile, four_env_walks)
     return in_step_order(config, time_contiguous, latest_first)
 
 
@@ -370,7 +392,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
                  light_steps: bool, successor_rows: bool, long_run_tiles: bool, deep_walks: bool,
                  one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, sixteen_warp_rows: bool,
                  short_look_back_tiles: bool, one_column_triton_tiles: bool, aligned_rows: bool,
-                 unaligned_look_back_tile: Optional[tuple], persistent_look_back_tile: Optional[tuple]) -> LaunchConfig:
+                 unaligned_look_back_tile: Optional[tuple], persistent_look_back_tile: Optional[tuple],
+                 four_env_walks: int) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -432,13 +455,16 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if wide_scan and itemsize == 4 and fills_waves(triton.cdiv(N, 64), 1):
             return LaunchConfig(64, 64, num_warps=8, num_stages=3, thread_runs=True)
         if wide_scan and itemsize == 2 and triton.cdiv(N, 32) <= 2 * MULTIPROCESSORS:
-            return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True)
+            return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True, env_runs_of_four=True)
         if wide_scan or (successor_rows and itemsize == 4):
             return LaunchConfig(32, 32, num_warps=2, num_stages=3, thread_runs=True)
         if light_steps and itemsize == 2:
             return LaunchConfig(128, 32, num_warps=2, num_stages=3, thread_runs=True)
         if long_run_tiles and itemsize == 2:
             return LaunchConfig(128, 64, num_warps=4, num_stages=4, thread_runs=True)
+        if four_env_walks and itemsize == 2 and N * T <= FOUR_ENV_WALKS_UP_TO:
+            return LaunchConfig(64, 32, num_warps=four_env_walks, num_stages=3, thread_runs=True,
+                                env_runs_of_four=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
     run_tile = _below_16_env_run_tile(T, N, itemsize, wide_scan, long_run_tiles) or (
         _wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else
@@ -461,7 +487,7 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if one_wave and itemsize == 4 and aligned_rows and not (wide_scan or long_run_tiles or light_steps):
             return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True)
         if itemsize == 2 and aligned_rows:
-            half = _half_float_look_back_tiles(N, wide_scan, successor_rows, long_run_tiles)
+            half = _half_float_look_back_tiles(N, wide_scan, successor_rows, long_run_tiles, light_steps)
             if half is not None:
                 return half
         if wide_scan and itemsize == 4 and N >= 2048 and aligned_rows:
@@ -687,7 +713,7 @@ def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_s
 
 
 def _half_float_look_back_tiles(N: int, wide_scan: bool, successor_rows: bool,
-                                long_run_tiles: bool) -> Optional[LaunchConfig]:
+                                long_run_tiles: bool, light_steps: bool) -> Optional[LaunchConfig]:
     """16-bit float ``[T, N]`` block shape for sequences of more than 256 steps from 512
     environments in 16-aligned rows, below the walks, where look-back tiles in thread runs of about
     float32's bytes measured faster than the one-warp 16- and 32-step tiles (H200, inputs from
@@ -695,14 +721,17 @@ def _half_float_look_back_tiles(N: int, wide_scan: bool, successor_rows: bool,
     from 512 to 8191 environments"); ``None`` where those stay.
 
     * ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic sums): 256 x 32 on four
-      warps below 4096 environments (walks from there; 0.99-1.25x over 64 x 64 on two).
+      warps below 4096 environments (walks from there; 0.99-1.25x over 64 x 64 on two), four
+      environments per thread without ``light_steps`` (``linear_scan``: 1.05-1.07x; docs/perf.md, "The
+      bf16 walks four environments per thread").
     * V-trace (``wide_scan``), up to 512 steps: 64 x 16 on two warps below 2048 environments (its
       longer sequences: :func:`_wide_scan_run_tile`).
     * GAE and Retrace (``successor_rows``): 128 x 32 on four warps below 4096 environments (from
       2048: 1.02-1.20x over one-warp 16 x 64 tiles; 0.92-0.96x at 7168).
     * Lambda and discounted returns: 128 x 32 on four warps (walks from 8192 environments)."""
     if long_run_tiles:
-        return LaunchConfig(256, 32, num_warps=4, lookback=True, thread_runs=True) if N < 4096 else None
+        return (LaunchConfig(256, 32, num_warps=4, lookback=True, thread_runs=True, env_runs_of_four=not light_steps)
+                if N < 4096 else None)
     if wide_scan:
         return LaunchConfig(64, 16, num_warps=2, lookback=True, thread_runs=True) if N < 2048 else None
     if successor_rows and N >= 4096:
@@ -722,11 +751,12 @@ def paired_rows_from(wide_scan: bool, successor_rows: bool) -> int:
 
 def time_threads(config: LaunchConfig, itemsize: int) -> int:
     """How many threads hold a ``[T, N]`` tile's rows: the lanes and warps along time of the blocked
-    layout Triton gives it (16-byte vectors of ``16 // itemsize`` environments per thread, lanes
-    along environments first, then along time; warps likewise). Each thread holds every
-    ``time_threads``-th row, so with rows in thread runs (``_scan.thread_run_position``) it holds
-    ``block_t // time_threads`` consecutive steps."""
-    per_thread = max(1, min(16 // itemsize, config.block_n, config.block_t * config.block_n // (32 * config.num_warps)))
+    layout Triton gives it (16-byte vectors of ``16 // itemsize`` environments per thread, at most 4
+    with ``env_runs_of_four``, lanes along environments first, then along time; warps likewise). Each
+    thread holds every ``time_threads``-th row, so with rows in thread runs
+    (``_scan.thread_run_position``) it holds ``block_t // time_threads`` consecutive steps."""
+    vector = min(16 // itemsize, 4) if config.env_runs_of_four else 16 // itemsize
+    per_thread = max(1, min(vector, config.block_n, config.block_t * config.block_n // (32 * config.num_warps)))
     lanes_n = min(32, config.block_n // per_thread)
     warps_n = max(1, min(config.num_warps, config.block_n // (per_thread * lanes_n)))
     return min(config.block_t, 32 // lanes_n * (config.num_warps // warps_n))
@@ -748,9 +778,9 @@ def kernel_traits(estimator: str) -> dict:
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
     ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS``, ``SHORT_LOOK_BACK_TILES`` and
-    ``ONE_COLUMN_TRITON_TILES``
-    (default false); ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES``,
-    ``UNALIGNED_LOOK_BACK_TILE`` and ``PERSISTENT_LOOK_BACK_TILE`` (default none); ``explicit_short_tiles`` when its
+    ``ONE_COLUMN_TRITON_TILES`` (default false); ``FOUR_ENV_WALKS`` (default 0);
+    ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES``, ``UNALIGNED_LOOK_BACK_TILE`` and
+    ``PERSISTENT_LOOK_BACK_TILE`` (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
@@ -771,6 +801,7 @@ def kernel_traits(estimator: str) -> dict:
             "unaligned_whole_tiles": getattr(module, "UNALIGNED_WHOLE_TILES", ()),
             "unaligned_look_back_tile": getattr(module, "UNALIGNED_LOOK_BACK_TILE", None),
             "persistent_look_back_tile": getattr(module, "PERSISTENT_LOOK_BACK_TILE", None),
+            "four_env_walks": getattr(module, "FOUR_ENV_WALKS", 0),
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 
@@ -802,9 +833,9 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
 
     Every fused kernel takes ``(*tensors, ws, flags, T, N, *coefficients)`` followed by its
     constexprs and ``ACC``, ``BLOCK_T``, ``BLOCK_N``, ``LOOKBACK``, ``NUM_STAGES``, ``SHUFFLE_TIME``,
-    ``LATEST_FIRST``, ``TIME_THREADS``; kernels that declare ``RUN_SUCCESSORS`` get it too
-    (:func:`successors_from_runs`). ``LOOKBACK`` is 0 without look-back, else the walk's window
-    (:func:`lookback_window`).
+    ``LATEST_FIRST``, ``TIME_THREADS``; kernels that declare ``ENV_RUNS_OF_FOUR`` (the Triton kernels;
+    ``LaunchConfig.env_runs_of_four``) or ``RUN_SUCCESSORS`` (:func:`successors_from_runs`) get them
+    too. ``LOOKBACK`` is 0 without look-back, else the walk's window (:func:`lookback_window`).
     With look-back, ``flags`` holds one zeroed flag per tile, and ``ws`` three
     ``[num_chunks, N]`` planes; with ``LaunchConfig.persistent`` the kernel's persistent twin walks
     the tiles in :func:`persistent_programs` programs (at most one per tile), launched cooperatively.
@@ -844,6 +875,8 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
                       SHUFFLE_TIME=16 // itemsize if shuffle_time else 0,
                       LATEST_FIRST=config.latest_first and not shuffle_time,
                       TIME_THREADS=_time_threads(config, time_contiguous, itemsize))
+    if "ENV_RUNS_OF_FOUR" in kernel.arg_names:
+        constexprs.update(ENV_RUNS_OF_FOUR=config.env_runs_of_four and not time_contiguous)
     if "RUN_SUCCESSORS" in kernel.arg_names:
         constexprs.update(RUN_SUCCESSORS=successors_from_runs(config, itemsize, lookback, aligned_rows,
                                                               kernel_traits(estimator)["wide_scan"]))

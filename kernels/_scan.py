@@ -176,22 +176,38 @@ def load_tile(ptr, t, n, stride_t, stride_n, mask, DTYPE: tl.constexpr):
 
 
 @triton.jit
+def tile_envs(block, N, BLOCK_N: tl.constexpr, ENV_RUNS_OF_FOUR: tl.constexpr):
+    """The environments ``n = block * BLOCK_N ...`` of a tile and ``n < N``. With ``ENV_RUNS_OF_FOUR``
+    (``_launch.LaunchConfig.env_runs_of_four``) ``n`` is known to the compiler as contiguous in runs
+    of 4 only, so that every tile loaded or stored through it holds 4 consecutive environments per
+    thread (flags: ``load_flags``'s ``ENVS_IN_RUNS``); ``n < N`` is taken from the plain indices."""
+    plain = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    n = in_runs_of_four(plain) if ENV_RUNS_OF_FOUR else plain
+    return n, plain < N
+
+
+@triton.jit
 def in_runs_of_four(index):
     """``index`` itself, but known to the compiler as contiguous in runs of 4 only."""
     return index // 4 * 4 + index % 4
 
 
 @triton.jit
-def load_flags(ptr, t, n, stride_t, stride_n, mask, FULL_WIDTH: tl.constexpr = False):
+def load_flags(ptr, t, n, stride_t, stride_n, mask, FULL_WIDTH: tl.constexpr = False,
+               ENVS_IN_RUNS: tl.constexpr = False):
     """Load a tile of 0/1 flags (bool viewed as uint8, integer or float) as booleans.
 
     The indices are given as runs of four (``in_runs_of_four``), so each thread loads 4 consecutive
     flags, as it does 4 consecutive float32 values: the flag tile then has the float tiles' layout,
     where wider byte loads need a layout change through shared memory (H200, GAE 8192 x 4096
     ``[T, N]``: 262 -> 215 us; docs/perf.md, "Flag loads"). ``FULL_WIDTH``: the load as wide as the
-    compiler can make it instead (``load_flags_full_width``)."""
+    compiler can make it instead (``load_flags_full_width``). ``ENVS_IN_RUNS``: ``n`` is in runs of
+    four already (``tile_envs``) and is taken as it is: the compiler cannot see runs of four in
+    runs of four, and would load every flag alone."""
     if FULL_WIDTH:
         return load_flags_full_width(ptr, t, n, stride_t, stride_n, mask)
+    if ENVS_IN_RUNS:
+        return load_flags_full_width(ptr, in_runs_of_four(t), n, stride_t, stride_n, mask)
     return load_flags_full_width(ptr, in_runs_of_four(t), in_runs_of_four(n), stride_t, stride_n, mask)
 
 

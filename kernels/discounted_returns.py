@@ -29,6 +29,8 @@ PIPELINED_WALKS = False
 PAIRED_ROWS = True
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
+# 16-bit [T, N] walks in 64 x 32 tiles on two warps, four environments per thread (_launch.choose_config).
+FOUR_ENV_WALKS = 2
 # Float32 [T, N] tiles of 33-256 steps 8 environments wide up to 8191 environments
 # (_launch.choose_config).
 NARROW_SHORT_TILES = True
@@ -92,11 +94,11 @@ def _discounted_returns_kernel(
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
+    ENV_RUNS_OF_FOUR: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
-    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < N
+    n, n_ok = _scan.tile_envs(block, N, BLOCK_N, ENV_RUNS_OF_FOUR)
     if HAS_BOOT:
         carry = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     elif HAS_NEXT:
@@ -107,11 +109,11 @@ def _discounted_returns_kernel(
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
-        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask, ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
         truncated = terminated
         v_after = r
         if HAS_TRUNC:
-            truncated = _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+            truncated = _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
             # the whole tile, though only truncated steps use it: a load masked by the flags waits for
             # them (H200, 8192 x 4096: 176 -> 148 us [N, T], 204 -> 186 us [T, N]; docs/perf.md)
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)

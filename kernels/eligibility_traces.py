@@ -68,11 +68,11 @@ def _eligibility_traces_kernel(
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
+    ENV_RUNS_OF_FOUR: tl.constexpr,
 ):
     decay = _scan.scalar(gamma_hi, gamma_lo, ACC) * _scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
-    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < N
+    n, n_ok = _scan.tile_envs(block, N, BLOCK_N, ENV_RUNS_OF_FOUR)
     if HAS_INIT:
         carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
     else:
@@ -81,7 +81,8 @@ def _eligibility_traces_kernel(
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, False, LATEST_FIRST, TIME_THREADS)
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
-        done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1))
+        done_before = _scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, mask & (t[:, None] >= 1),
+                                       ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
         beta = _eligibility_traces_beta(done_before, mask, decay)
         z, carry = _scan.scan_chunk(
             x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,

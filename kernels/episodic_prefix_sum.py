@@ -67,10 +67,10 @@ def _episodic_prefix_sum_kernel(
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
+    ENV_RUNS_OF_FOUR: tl.constexpr,
 ):
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
-    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < N
+    n, n_ok = _scan.tile_envs(block, N, BLOCK_N, ENV_RUNS_OF_FOUR)
     if HAS_INIT:
         carry = _scan.load_env(init_ptr, n, s_init, n_ok, ACC)
     else:
@@ -80,9 +80,10 @@ def _episodic_prefix_sum_kernel(
         mask = (t[:, None] < T) & n_ok[None, :]
         x = _scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         if STARTS_AT:
-            new_episode = _scan.load_flags(flag_ptr, t, n, s_flag_t, s_flag_n, mask)
+            new_episode = _scan.load_flags(flag_ptr, t, n, s_flag_t, s_flag_n, mask, ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
         else:
-            new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1))
+            new_episode = _scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, mask & (t[:, None] >= 1),
+                                           ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
         beta = _episodic_prefix_sum_beta(new_episode, mask, ACC)
         c, carry = _scan.scan_chunk(
             x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,

@@ -104,13 +104,13 @@ def _retrace_kernel(
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
+    ENV_RUNS_OF_FOUR: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
-    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < N
+    n, n_ok = _scan.tile_envs(block, N, BLOCK_N, ENV_RUNS_OF_FOUR)
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
         t = _scan.chunk_rows(chunk, num_chunks, T, BLOCK_T, True, LATEST_FIRST, TIME_THREADS)
@@ -128,10 +128,10 @@ def _retrace_kernel(
         # Runs of four measured slower for tiles in time order ([T, N] 277 -> 323 us); thread runs need
         # them: flags in the float tiles' layout, or it changes by shuffles.
         full_width: tl.constexpr = TIME_THREADS == 1
-        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask, full_width)
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask, full_width, ENV_RUNS_OF_FOUR)
         done = terminated
         if HAS_TRUNC:
-            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, full_width)
+            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, full_width, ENV_RUNS_OF_FOUR)
         alpha, beta = _retrace_pairs(r, q, expected_next_q, _scan.fast_exp(log_rho_succ), terminated, done, mask,
                                      not_last, gamma, lam, c_bar)
         d, carry = _scan.scan_chunk(

@@ -124,6 +124,7 @@ def _vtrace_kernel(
     SHUFFLE_TIME: tl.constexpr,
     LATEST_FIRST: tl.constexpr,
     TIME_THREADS: tl.constexpr,
+    ENV_RUNS_OF_FOUR: tl.constexpr,
     RUN_SUCCESSORS: tl.constexpr,
 ):
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
@@ -132,8 +133,7 @@ def _vtrace_kernel(
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
     pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
     block, first, end, num_chunks = _scan.tile_schedule(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
-    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < N
+    n, n_ok = _scan.tile_envs(block, N, BLOCK_N, ENV_RUNS_OF_FOUR)
     if not HAS_NEXT:
         bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     carry = tl.zeros([BLOCK_N], ACC)
@@ -144,10 +144,10 @@ def _vtrace_kernel(
         r = _scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         v = _scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
         rho = _scan.fast_exp(_scan.load_tile(lr_ptr, t, n, s_lr_t, s_lr_n, mask, ACC))
-        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
+        terminated = _scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask, ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
         done = terminated
         if HAS_TRUNC:
-            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
+            done = done | _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
         v_succ = _scan.successor_rows(
             v, v_ptr, chunk, num_chunks, t, n, s_v_t, s_v_n, n_ok, T, ACC, BLOCK_T, SHUFFLE_TIME, LATEST_FIRST,
             TIME_THREADS if RUN_SUCCESSORS else 1,

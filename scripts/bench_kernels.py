@@ -418,7 +418,8 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     return config_label(c)
 
 
-LABEL_FORM = "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit][+<k>persistent]"
+LABEL_FORM = ("<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit][+<k>persistent]"
+              "[+envs4]")
 
 
 def config_label(c: LaunchConfig) -> str:
@@ -427,18 +428,20 @@ def config_label(c: LaunchConfig) -> str:
             + (f"+{c.num_stages}stages" if c.num_stages > 1 else "") + ("+latest" if c.latest_first else "")
             + ("+runs" if c.thread_runs else "")
             + ("+explicit" if getattr(c, "explicit_layout", False) else "")  # not in older kernels' configs
-            + (f"+{c.persistent}persistent" if getattr(c, "persistent", 0) else ""))
+            + (f"+{c.persistent}persistent" if getattr(c, "persistent", 0) else "")
+            + ("+envs4" if getattr(c, "env_runs_of_four", False) else ""))
 
 
 def parse_config_label(label: str) -> LaunchConfig:
     """The :class:`LaunchConfig` that ``config_label`` wrote as ``label``, e.g. ``16x64w1+lookback``."""
     match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(\+latest)?(\+runs)?(\+explicit)?"
-                         r"(?:\+(\d+)persistent)?", label.strip())
+                         r"(?:\+(\d+)persistent)?(\+envs4)?", label.strip())
     if match is None:
         raise ValueError(f"config label {label!r} is not {LABEL_FORM}")
-    block_t, block_n, warps, lookback, stages, latest, runs, explicit, persistent = match.groups()
+    block_t, block_n, warps, lookback, stages, latest, runs, explicit, persistent, envs4 = match.groups()
     return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1),
-                        latest is not None, runs is not None, explicit is not None, int(persistent or 0))
+                        latest is not None, runs is not None, explicit is not None, int(persistent or 0),
+                        **({"env_runs_of_four": True} if envs4 else {}))  # older kernels' configs lack it
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:

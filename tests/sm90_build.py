@@ -64,7 +64,7 @@ def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
     lookback = _launch.lookback_window(config.block_n, n_blocks=2, num_chunks=64) if config.lookback else 0
     values = dict(ACC=tl.float32, BLOCK_T=config.block_t, BLOCK_N=config.block_n, LOOKBACK=lookback,
                   NUM_STAGES=config.num_stages, SHUFFLE_TIME=0, LATEST_FIRST=not config.explicit_layout,
-                  STARTS_AT=False, REVERSE=True, TIME_THREADS=time_threads,
+                  STARTS_AT=False, REVERSE=True, TIME_THREADS=time_threads, ENV_RUNS_OF_FOUR=config.env_runs_of_four,
                   RUN_SUCCESSORS=_launch.successors_from_runs(config, 4, config.lookback))
     values.update({param.name: options for param in kernel.params if param.name.startswith("HAS_")})
     signature, constants, attrs = specialisation(kernel, values)

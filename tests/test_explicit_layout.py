@@ -225,6 +225,11 @@ RUN_SUCCESSOR_BUILDS = [(op, LaunchConfig(block_t, block_n, warps, lookback=warp
                         for op in ("gae", "vtrace") for block_t, block_n, warps in ((128, 16, 4), (64, 32, 2))]
 # A Triton walk of Retrace's, whose e^x comes from _scan.fast_exp as V-trace's does.
 FAST_EXP_BUILDS = [("retrace", LaunchConfig(32, 32, 2, num_stages=3, latest_first=True, thread_runs=True))]
+# Triton walks eight and four environments per thread (LaunchConfig.env_runs_of_four: the same layout
+# for float32 tiles).
+FOUR_ENV_BUILDS = [(op, LaunchConfig(64, 32, 2, num_stages=3, latest_first=True, thread_runs=True,
+                                     env_runs_of_four=four))
+                   for op in ("vtrace", "lambda_returns") for four in (False, True)]
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +244,7 @@ def sm90_builds():
     jobs = [[op, [*explicit(T, N, op=op).__dict__.values()], options]
             for op, T, N in BUILD_CASES for options in (False, True)]
     jobs += [[op, [*config.__dict__.values()], False]
-             for op, config in SUCCESSOR_BUILDS + RUN_SUCCESSOR_BUILDS + FAST_EXP_BUILDS]
+             for op, config in SUCCESSOR_BUILDS + RUN_SUCCESSOR_BUILDS + FAST_EXP_BUILDS + FOUR_ENV_BUILDS]
     done = subprocess.run([sys.executable, os.path.join(here, "sm90_build.py"), json.dumps(jobs)],
                           capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -288,6 +293,19 @@ def test_triton_tiles_take_e_to_the_x_by_one_flushing_ex2(sm90_builds, op, confi
     and two rescalings to keep denormal results."""
     ptx = sm90_builds[(op, config, False)]["ptx"]
     assert re.search(r"ex2\.approx\.ftz\.f32", ptx) and not re.search(r"ex2\.approx\.f32", ptx)
+
+
+@pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("op", ["vtrace", "lambda_returns"])
+def test_tiles_four_environments_per_thread_keep_every_load_in_the_pipeline(sm90_builds, op):
+    """``_scan.tile_envs`` in runs of four (``LaunchConfig.env_runs_of_four``) leaves a float32 walk's
+    loads as they were: every input, the flags too, copied ahead by the pipeline (``cp.async``) as
+    many times, none loaded a byte at a time in the loop. (Flags whose environments went through
+    ``in_runs_of_four`` twice lost their runs to the compiler: bf16 walks 5-10x slower.)"""
+    eight, four = (sm90_builds[(op, config, False)]["ptx"] for o, config in FOUR_ENV_BUILDS if o == op)
+    copies = [len(re.findall(r"cp\.async\.c[ag]\.shared\.global", ptx)) for ptx in (eight, four)]
+    assert copies[0] == copies[1] > 0
+    assert not re.search(r"ld\.global(\.\S+)*\.[ub]8", four)
 
 
 def test_every_estimator_has_a_twin():

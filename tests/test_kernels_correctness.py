@@ -12,6 +12,7 @@ dtypes and flag dtypes; per-op scalar/optional-argument variants live in
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 
 import pytest
 import torch
@@ -610,6 +611,30 @@ def test_thread_run_tiles(op_case, dtype, order, walk):
 
     config = LaunchConfig(**THREAD_RUN_WALKS[walk], thread_runs=True, latest_first=order == "latest_first")
     assert_thread_run_tiles_match(op_case, dtype, config, seed_of("thread_runs", op_case, dtype, order, walk))
+
+
+FOUR_ENV_RUN_WALKS = {"two_warp_lookback": THREAD_RUN_WALKS["two_warp_lookback"],
+                      "two_warp_pipelined": dict(block_t=64, block_n=32, num_warps=2, num_stages=3),
+                      "deep_four_warp": THREAD_RUN_WALKS["deep_four_warp"],
+                      "unpipelined": THREAD_RUN_WALKS["unpipelined"]}
+
+
+@pytest.mark.parametrize("walk", FOUR_ENV_RUN_WALKS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
+@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def test_tiles_four_environments_per_thread(op_case, dtype, walk):
+    """``[T, N]`` tiles in thread runs four environments per thread (``LaunchConfig.env_runs_of_four``)
+    give the reference's answer: 16-bit tiles then hold twice the steps per thread, float32 tiles the
+    same as without; look-back tiles and walks, partial tiles in time and environments."""
+    from kernels import LaunchConfig, _launch
+
+    config = LaunchConfig(**FOUR_ENV_RUN_WALKS[walk], thread_runs=True, latest_first=True, env_runs_of_four=True)
+    eight = replace(config, env_runs_of_four=False)
+    if dtype.itemsize == 2:
+        assert _launch.time_threads(config, 2) * 2 == _launch.time_threads(eight, 2)
+    else:
+        assert _launch.time_threads(config, 4) == _launch.time_threads(eight, 4)
+    assert_thread_run_tiles_match(op_case, dtype, config, seed_of("env_runs_of_four", op_case, dtype, walk))
 
 
 @pytest.mark.parametrize("walk", THREAD_RUN_WALKS)

@@ -197,7 +197,11 @@ def test_time_dim1_shape_mismatch_is_checked_in_callers_layout():
                                           (dict(block_t=8, block_n=8, num_stages=0), "num_stages"),
                                           (dict(block_t=8, block_n=8, persistent=-1), "persistent"),
                                           (dict(block_t=8, block_n=8, thread_runs=True, persistent=2), "persistent"),
-                                          (dict(block_t=8, block_n=8, lookback=True, persistent=2), "persistent")])
+                                          (dict(block_t=8, block_n=8, lookback=True, persistent=2), "persistent"),
+                                          (dict(block_t=16, block_n=16, lookback=True, thread_runs=True, persistent=2,
+                                                env_runs_of_four=True), "env_runs_of_four"),
+                                          (dict(block_t=16, block_n=16, explicit_layout=True, env_runs_of_four=True),
+                                           "env_runs_of_four")])
 def test_launch_config_names_the_bad_field(fields, name):
     with pytest.raises(ValueError, match=f"LaunchConfig.{name}"):
         kernels.LaunchConfig(**fields)

@@ -76,7 +76,9 @@ def test_time_major_candidates_hold_their_steps_as_the_kernel_does(estimator, re
                                     K.LaunchConfig(64, 64, 4, False, 3, latest_first=True, thread_runs=True),
                                     K.LaunchConfig(16, 64, 1, True, thread_runs=True),
                                     K.LaunchConfig(128, 32, 4, True, latest_first=True, thread_runs=True,
-                                                   persistent=2)], ids=str)
+                                                   persistent=2),
+                                    K.LaunchConfig(64, 32, 2, False, 3, latest_first=True, thread_runs=True,
+                                                   env_runs_of_four=True)], ids=str)
 def test_config_labels_read_back_to_the_same_block_shape(config):
     label = K.B.config_label(config)
     assert K.B.parse_config_label(label) == config
@@ -138,8 +140,10 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
     float32, for the kernels that load each step's successor (V-trace's where its wider walks do not
     fill their waves: ``test_vtrace_walks_from_8192_environments_by_waves``); in 16-bit floats, three
     chunks deep in 128 x 32 tiles on two warps for the light kernels, four chunks deep in 128 x 64
-    tiles on four warps for the other ``LONG_RUN_TILES`` kernel (``linear_scan``); 64 x 64 on four
-    warps otherwise (H200 sweeps). ``[N, T]`` storage, float64 and one-chunk sequences keep their tiles; the
+    tiles on four warps for the other ``LONG_RUN_TILES`` kernel (``linear_scan``), 64 x 32 four
+    environments per thread up to 2^25 elements for the ``FOUR_ENV_WALKS`` kernels
+    (``test_bf16_walks_four_environments_per_thread``); 64 x 64 on four warps otherwise (H200
+    sweeps). ``[N, T]`` storage, float64 and one-chunk sequences keep their tiles; the
     look-back tiles of fewer environments are in thread runs too, but Retrace's float32 ones of one
     column (``test_vtrace_look_back_tiles_in_thread_runs``, ``test_few_env_look_back_tiles_in_thread_runs``)."""
     from kernels import LaunchConfig
@@ -151,7 +155,7 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
             if traits["wide_scan"] and N != 12288 and (itemsize == 4 or N == 8192):
                 continue  # V-trace's walks that fill their waves
             small = traits["wide_scan"] or (traits["successor_rows"] and itemsize == 4)
-            stages = 3
+            stages, four = 3, False
             if traits["deep_walks"] and itemsize == 4:
                 shape, stages = (32 if N >= 16384 else 64, 64, 4), 4
             elif small:
@@ -160,10 +164,12 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
                 shape = (128, 32, 2)
             elif traits["long_run_tiles"] and itemsize == 2:
                 shape, stages = (128, 64, 4), 4
+            elif traits["four_env_walks"] and itemsize == 2:
+                shape, four = (64, 32, traits["four_env_walks"]), True
             else:
                 shape = (64, 64, 4)
             assert config(estimator, T, N, False, itemsize) == LaunchConfig(
-                *shape, num_stages=stages, latest_first=reverse, thread_runs=True), (N, T, itemsize)
+                *shape, num_stages=stages, latest_first=reverse, thread_runs=True, env_runs_of_four=four), (N, T, itemsize)
             assert not config(estimator, T, N, True, itemsize).thread_runs
         assert not config(estimator, T, N, False, 8).thread_runs
     assert config(estimator, 1 << 20, 16, False, 4).thread_runs != traits["one_column_triton_tiles"]
@@ -510,22 +516,58 @@ def test_vtrace_walks_from_8192_environments_by_waves(compiled_block_shapes, est
     """From 8192 environments V-trace walks float32 ``[T, N]`` sequences in 16-aligned rows 64 x 64 on
     eight warps where those programs, one per multiprocessor of the H200, fill at least
     ``FULL_WAVES`` of their waves (8192 x 4096: 207.5 -> 188.2 us), and bf16 ones 64 x 32 on four
-    warps while two per multiprocessor take one wave (8192-8448 environments); elsewhere 32 x 32 on
+    warps, four environments per thread, while two per multiprocessor take one wave (8192-8448
+    environments); elsewhere 32 x 32 on
     two warps (10240 x 2048 float32: 0.71x with the wider tiles). The other kernels keep their walks."""
     from kernels import LaunchConfig
 
     launch = compiled_block_shapes
     wide = LaunchConfig(64, 64, 8, num_stages=3, latest_first=True, thread_runs=True)
-    half = LaunchConfig(64, 32, 4, num_stages=3, latest_first=True, thread_runs=True)
+    half = LaunchConfig(64, 32, 4, num_stages=3, latest_first=True, thread_runs=True, env_runs_of_four=True)
     narrow = LaunchConfig(32, 32, 2, num_stages=3, latest_first=True, thread_runs=True)
     cells = [(4096, 8192, 4, wide), (2048, 8448, 4, wide), (1000, 16384, 4, wide), (512, 32768, 4, wide),
              (2048, 8512, 4, narrow), (2048, 10240, 4, narrow), (2048, 12288, 4, narrow), (4096, 8192, 2, half),
              (3000, 8448, 2, half), (2048, 8464, 2, narrow), (2048, 16384, 2, narrow)]
     for T, N, itemsize, tile in cells:
         c = launch.estimator_config(estimator, T, N, False, itemsize)
-        assert c == tile if estimator == "vtrace" else c not in (wide, half), (T, N, itemsize, c)
+        if estimator == "vtrace":
+            assert c == tile, (T, N, itemsize, c)
+        elif not (estimator == "lambda_returns" and itemsize == 2):  # its own bf16 walks take V-trace's tile
+            assert c not in (wide, half), (T, N, itemsize, c)
     assert launch.fills_waves(launch.MULTIPROCESSORS, 1) and not launch.fills_waves(launch.MULTIPROCESSORS + 1, 1)
     assert launch.fills_waves(2 * launch.MULTIPROCESSORS - 13, 1) and not launch.fills_waves(125, 1)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_bf16_walks_four_environments_per_thread(compiled_block_shapes, estimator):
+    """16-bit ``[T, N]`` tiles four environments per thread (``LaunchConfig.env_runs_of_four``) where
+    they measured faster on the H200 (docs/perf.md, "The bf16 walks four environments per thread"):
+    lambda and discounted returns' walks from 8192 environments up to ``FOUR_ENV_WALKS_UP_TO``
+    elements, 64 x 32 on four and two warps (1.01-1.33x; 64 x 64 on four warps beyond, where they
+    were 0.91-1.01x); V-trace's one-wave walks, 64 x 32 on four warps (1.12x); ``linear_scan``'s look-back
+    tiles below 4096 environments, 256 x 32 on four warps (1.05-1.07x). Float32, whose tiles hold
+    four environments per thread anyway, and every other tile keep eight per thread."""
+    from kernels import LaunchConfig
+
+    launch = compiled_block_shapes
+    up_to = launch.FOUR_ENV_WALKS_UP_TO
+    warps = {"lambda_returns": 4, "discounted_returns": 2}.get(estimator)
+    walk = LaunchConfig(64, 32, warps or 2, num_stages=3, latest_first=True, thread_runs=True, env_runs_of_four=True)
+    for T, N in [(4096, 8192), (2048, 16384), (up_to // 12288, 12288), (1024, 32768), (300, 8192)]:
+        c = launch.estimator_config(estimator, T, N, False, 2)
+        assert (c == walk) == (warps is not None), (T, N, c)
+    for T, N in [(4096, 16384), (2048, 32768), (up_to // 12288 + 1, 12288), (8192, 8192)]:
+        assert launch.estimator_config(estimator, T, N, False, 2) != walk, (T, N)
+    one_wave = LaunchConfig(64, 32, 4, num_stages=3, latest_first=True, thread_runs=True, env_runs_of_four=True)
+    assert (launch.estimator_config(estimator, 4096, 8448, False, 2) == one_wave) == (estimator == "vtrace")
+    look_back = LaunchConfig(256, 32, 4, lookback=True, latest_first=True, thread_runs=True, env_runs_of_four=True)
+    for T, N in [(2048, 2048), (8192, 512), (1500, 3008)]:
+        assert (launch.estimator_config(estimator, T, N, False, 2) == look_back) == (estimator == "linear_scan")
+    four = {estimator: [(T, N, itemsize, time_contiguous) for T in (64, 128, 1000, 4096, 65536)
+                        for N in (1, 16, 512, 2048, 4096, 8192, 16384) for itemsize in (2, 4, 8)
+                        for time_contiguous in (False, True)
+                        if launch.estimator_config(estimator, T, N, time_contiguous, itemsize).env_runs_of_four]}
+    assert all(itemsize == 2 and not time_contiguous for T, N, itemsize, time_contiguous in four[estimator]), four
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -587,7 +629,7 @@ def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
     """16-bit float ``[T, N]`` sequences of more than 256 steps from 512 environments, in 16-aligned
     rows, below the walks, take look-back tiles in thread runs of about float32's bytes (H200, inputs
     from DRAM): 256 x 32 on four warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
-    they start to walk), 128 x 32 on four for GAE and Retrace below 4096 environments and for V-trace
+    they start to walk; ``linear_scan``'s four environments per thread), 128 x 32 on four for GAE and Retrace below 4096 environments and for V-trace
     from 513 steps (64 x 16 on two up to 512 below 2048 environments:
     ``test_vtrace_look_back_tiles_in_thread_runs``), 128 x 32 on four for lambda and discounted
     returns. Below 512 environments every kernel's tiles are 16 wide."""
@@ -605,8 +647,9 @@ def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
             assert c.lookback and not c.thread_runs, (T, N, c)
         else:
             block_t, block_n, warps = shapes[group]
+            four = estimator == "linear_scan" and (block_t, block_n) == (256, 32)
             assert c == LaunchConfig(block_t, block_n, warps, lookback=True, latest_first=estimator not in FORWARD_ONLY,
-                                     thread_runs=True), (T, N)
+                                     thread_runs=True, env_runs_of_four=four), (T, N)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
