@@ -281,7 +281,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       environments with ``aligned_rows``: a pipelined 32 x 16 walk). Fewer environments take long
       look-back tiles (16 environments wide, so they look back a window of tiles at a time:
       ``_scan``), in thread runs for 16- and 32-bit floats from 16 environments
-      (:func:`_wide_scan_run_tile`, :func:`_few_env_run_tile`).
+      (:func:`_wide_scan_run_tile`, :func:`_few_env_run_tile`; the ``long_run_tiles`` kernels' 16-bit
+      ones four environments per thread).
     * ``[T, N]`` tiles of reverse walks hold their steps latest first (``latest_first``).
     """
     explicit = (_explicit_short_tile(T, N, itemsize, aligned_rows, wide_scan, narrow_short_tiles, light_steps,
@@ -586,20 +587,23 @@ def _few_env_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool, success
     H200, inputs from DRAM, against 256 x 16 (512 x 16 from 65536 steps) four-warp tiles in Triton's
     layout: 1.28x over the sweep's 161 cells (0.96-9.24x), 1.24x over 110 held-out cells (0.97-2.00x;
     16 x 2^20 GAE 192.0 -> 147.1 us); docs/perf.md, "The other kernels' look-back tiles in thread runs".
+    The ``long_run_tiles`` kernels' 16-bit tiles hold four environments per thread (1.03-1.11x at 16
+    and 64 environments; docs/perf.md, "The bf16 walks four environments per thread").
     ``None`` for 64-bit floats and fewer than 16 environments."""
     if itemsize not in (2, 4) or not 16 <= N < 512:
         return None
+    four = long_run_tiles and itemsize == 2
     if N <= 16 and T >= 65536:
         if itemsize == 4 and one_column_triton_tiles:
             return None
-        return LaunchConfig(1024, 16, num_warps=8, lookback=True, thread_runs=True)
+        return LaunchConfig(1024, 16, num_warps=8, lookback=True, thread_runs=True, env_runs_of_four=four)
     if long_run_tiles:
         steps = 512 if aligned_rows and T >= 4096 else 256
     elif successor_rows:
         steps = 256 if itemsize == 2 and aligned_rows else 128
     else:
         steps = 256
-    return LaunchConfig(steps, 16, num_warps=4, lookback=True, thread_runs=True)
+    return LaunchConfig(steps, 16, num_warps=4, lookback=True, thread_runs=True, env_runs_of_four=four)
 
 
 def fills_waves(programs: int, per_multiprocessor: int) -> bool:

@@ -473,7 +473,8 @@ def test_few_env_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     from DRAM): one column of 16 environments from 65536 steps 1024 x 16 on eight warps (Retrace's
     float32 keeps 512 x 16 on four in Triton's layout); else four warps, 512 steps for the
     ``LONG_RUN_TILES`` kernels from 4096 steps in 16-aligned rows (else 256), 128 for GAE's and Retrace's float32
-    (16-bit floats 256 in 16-aligned rows, 128 in others), 256 for lambda and discounted returns.
+    (16-bit floats 256 in 16-aligned rows, 128 in others), 256 for lambda and discounted returns. The
+    ``LONG_RUN_TILES`` kernels' 16-bit tiles hold four environments per thread (1.02-1.11x held out).
     64-bit floats, ``[N, T]`` storage and 512 environments keep their tiles (fewer than 16
     environments: ``test_look_back_tiles_in_thread_runs_below_16_environments``)."""
     from kernels import LaunchConfig
@@ -483,8 +484,9 @@ def test_few_env_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
     assert traits["one_column_triton_tiles"] == (estimator == "retrace")
     reverse = estimator not in FORWARD_ONLY
 
-    def tile(block_t, warps=4):
-        return LaunchConfig(block_t, 16, warps, lookback=True, latest_first=reverse, thread_runs=True)
+    def tile(block_t, warps=4, itemsize=4):
+        return LaunchConfig(block_t, 16, warps, lookback=True, latest_first=reverse, thread_runs=True,
+                            env_runs_of_four=traits["long_run_tiles"] and itemsize == 2)
 
     def steps(T, itemsize, aligned):
         if traits["long_run_tiles"]:
@@ -498,9 +500,9 @@ def test_few_env_look_back_tiles_in_thread_runs(compiled_block_shapes, estimator
         for itemsize in (4, 2):
             aligned = N % 16 == 0
             assert config(estimator, T, N, False, itemsize, aligned_rows=aligned) == tile(
-                steps(T, itemsize, aligned)), (T, N, itemsize)
+                steps(T, itemsize, aligned), itemsize=itemsize), (T, N, itemsize)
     for T in (65536, 1 << 20):
-        assert config(estimator, T, 16, False, 2) == tile(1024, 8)
+        assert config(estimator, T, 16, False, 2) == tile(1024, 8, itemsize=2)
         expected = LaunchConfig(512, 16, 4, lookback=True, latest_first=reverse) if estimator == "retrace" else tile(1024, 8)
         assert config(estimator, T, 16, False, 4) == expected
     for T, N, itemsize in [(1 << 20, 6, 4), (8192, 256, 8), (4096, 15, 2)]:
@@ -545,8 +547,9 @@ def test_bf16_walks_four_environments_per_thread(compiled_block_shapes, estimato
     lambda and discounted returns' walks from 8192 environments up to ``FOUR_ENV_WALKS_UP_TO``
     elements, 64 x 32 on four and two warps (1.01-1.33x; 64 x 64 on four warps beyond, where they
     were 0.91-1.01x); V-trace's one-wave walks, 64 x 32 on four warps (1.12x); ``linear_scan``'s look-back
-    tiles below 4096 environments, 256 x 32 on four warps (1.05-1.07x). Float32, whose tiles hold
-    four environments per thread anyway, and every other tile keep eight per thread."""
+    tiles below 4096 environments, 256 x 32 on four warps (1.05-1.07x); the ``LONG_RUN_TILES``
+    kernels' 16-wide look-back tiles from 16 to 511 environments (1.02-1.11x). Float32, whose tiles
+    hold four environments per thread anyway, and every other tile keep eight per thread."""
     from kernels import LaunchConfig
 
     launch = compiled_block_shapes
@@ -563,6 +566,10 @@ def test_bf16_walks_four_environments_per_thread(compiled_block_shapes, estimato
     look_back = LaunchConfig(256, 32, 4, lookback=True, latest_first=True, thread_runs=True, env_runs_of_four=True)
     for T, N in [(2048, 2048), (8192, 512), (1500, 3008)]:
         assert (launch.estimator_config(estimator, T, N, False, 2) == look_back) == (estimator == "linear_scan")
+    long_run = launch.kernel_traits(estimator)["long_run_tiles"]
+    for T, N in [(1 << 20, 16), (65536, 64), (8192, 400), (2048, 96)]:
+        c = launch.estimator_config(estimator, T, N, False, 2)
+        assert c.block_n == 16 and c.env_runs_of_four == long_run, (T, N, c)
     four = {estimator: [(T, N, itemsize, time_contiguous) for T in (64, 128, 1000, 4096, 65536)
                         for N in (1, 16, 512, 2048, 4096, 8192, 16384) for itemsize in (2, 4, 8)
                         for time_contiguous in (False, True)
@@ -629,7 +636,8 @@ def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
     """16-bit float ``[T, N]`` sequences of more than 256 steps from 512 environments, in 16-aligned
     rows, below the walks, take look-back tiles in thread runs of about float32's bytes (H200, inputs
     from DRAM): 256 x 32 on four warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
-    they start to walk; ``linear_scan``'s four environments per thread), 128 x 32 on four for GAE and Retrace below 4096 environments and for V-trace
+    they start to walk; ``linear_scan``'s four environments per thread, as every ``LONG_RUN_TILES``
+    kernel's 16-wide tiles below 512 environments), 128 x 32 on four for GAE and Retrace below 4096 environments and for V-trace
     from 513 steps (64 x 16 on two up to 512 below 2048 environments:
     ``test_vtrace_look_back_tiles_in_thread_runs``), 128 x 32 on four for lambda and discounted
     returns. Below 512 environments every kernel's tiles are 16 wide."""
@@ -647,7 +655,7 @@ def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
             assert c.lookback and not c.thread_runs, (T, N, c)
         else:
             block_t, block_n, warps = shapes[group]
-            four = estimator == "linear_scan" and (block_t, block_n) == (256, 32)
+            four = group == "long_run" and (block_n == 16 or estimator == "linear_scan")  # 16 wide: few envs
             assert c == LaunchConfig(block_t, block_n, warps, lookback=True, latest_first=estimator not in FORWARD_ONLY,
                                      thread_runs=True, env_runs_of_four=four), (T, N)
 

@@ -6,7 +6,9 @@ first, then device time from a CUDA graph, two rounds, one process (``../run_suc
 walks from 8192 environments, 1024-4096 steps; ``other``: the look-back tiles and one-column tiles
 where ``../half_runs/half_runs.patch`` ran 1.04-1.06x faster, the own tile only; ``probe`` (after the
 rule): lambda and discounted returns around 24576 x 1024, the one held-out cell the rule slowed,
-the rule's tile against the tile before it and 64 x 32 on four warps.
+the rule's tile against the tile before it and 64 x 32 on four warps; ``column``: every kernel's bf16
+look-back tiles of 8-64 environments and 65536 steps and more (one or a few columns of tiles), its
+own tile with and without four environments per thread.
 
   PYTHONPATH=. python docs/bench/four_envs/tiles.py PLAN warm I K     # compile share I of K
   PYTHONPATH=. python docs/bench/four_envs/tiles.py PLAN time OUT.json
@@ -34,11 +36,16 @@ def cell_labels(est: str, N: int, T: int, tiles: list) -> list:
     return list(dict.fromkeys(["default", own(est, N, T) + ENVS4] + [tile + "+latest+runs" + ENVS4 for tile in tiles]))
 
 
+COLUMN_CELLS = [(N, T) for N in (8, 12, 16, 64) for T in (65536, 262144)] + [(16, 1048576)]
+ESTIMATORS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
+              "episodic_prefix_sum", "linear_scan")
 PROBE_CELLS = [(24576, 1024), (28672, 1024), (24576, 1300), (20480, 1024), (24576, 768)]
 PROBE_TILES = ["64x64w4+3stages+latest+runs", "64x32w4+3stages+latest+runs" + ENVS4]
 PLANS = {"walks": [(est, N, T, "bf16", label) for est in ("vtrace", "lambda_returns", "discounted_returns")
                    for N, T in WALK_CELLS for label in cell_labels(est, N, T, TILES)],
          "other": [(est, N, T, "bf16", label) for est, N, T in OTHER_CELLS for label in cell_labels(est, N, T, [])],
+         "column": [(est, N, T, "bf16", label) for est in ESTIMATORS for N, T in COLUMN_CELLS
+                    for label in cell_labels(est, N, T, [])],
          "probe": [(est, N, T, "bf16", label) for est in ("lambda_returns", "discounted_returns") for N, T in PROBE_CELLS
                    for label in ["default"] + PROBE_TILES]}
 
