@@ -169,7 +169,8 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
             else:
                 shape = (64, 64, 4)
             assert config(estimator, T, N, False, itemsize) == LaunchConfig(
-                *shape, num_stages=stages, latest_first=reverse, thread_runs=True, env_runs_of_four=four), (N, T, itemsize)
+                *shape, num_stages=stages, latest_first=reverse, thread_runs=True, env_runs_of_four=four), \
+                (N, T, itemsize)
             assert not config(estimator, T, N, True, itemsize).thread_runs
         assert not config(estimator, T, N, False, 8).thread_runs
     assert config(estimator, 1 << 20, 16, False, 4).thread_runs != traits["one_column_triton_tiles"]
@@ -637,8 +638,8 @@ def test_half_float_look_back_tiles(compiled_block_shapes, estimator):
     rows, below the walks, take look-back tiles in thread runs of about float32's bytes (H200, inputs
     from DRAM): 256 x 32 on four warps for ``LONG_RUN_TILES`` kernels below 4096 environments (where
     they start to walk; ``linear_scan``'s four environments per thread, as every ``LONG_RUN_TILES``
-    kernel's 16-wide tiles below 512 environments), 128 x 32 on four for GAE and Retrace below 4096 environments and for V-trace
-    from 513 steps (64 x 16 on two up to 512 below 2048 environments:
+    kernel's 16-wide tiles below 512 environments), 128 x 32 on four for GAE and Retrace below 4096
+    environments and for V-trace from 513 steps (64 x 16 on two up to 512 below 2048 environments:
     ``test_vtrace_look_back_tiles_in_thread_runs``), 128 x 32 on four for lambda and discounted
     returns. Below 512 environments every kernel's tiles are 16 wide."""
     from kernels import LaunchConfig

@@ -8,9 +8,8 @@ look-back tiles below 4096 environments, and controls the rule leaves alone (tho
 elements, GAE's bf16 walks, float32, the light kernels' bf16 look-back tiles); ``lambda_w4``: lambda
 returns' cells of ``heldout`` again, once its walks took four warps instead of two; ``few_envs``: the
 ``LONG_RUN_TILES`` kernels' bf16 look-back tiles 16 environments wide (16-511 environments), with two
-controls. PLAN ``ratio``: float32
-and bf16 at 8192 x 4096 and 16384 x 2048 in one process (the bf16 / float32 ratio), GAE and Retrace
-(unchanged) beside the three kernels the rule changed.
+controls. PLAN ``ratio``: float32 and bf16 at 8192 x 4096 and 16384 x 2048 in one process (the bf16 /
+float32 ratio), GAE and Retrace (unchanged) beside the three kernels the rule changed.
 
   PYTHONPATH=<kernels' checkout>:. python docs/bench/four_envs/cells.py PLAN TAG OUT.json [warm I K]
 """
@@ -27,15 +26,19 @@ RETURNS_CONTROLS = ((8192, 8192), (2048, 20480))
 LINEAR_SCAN = ((2048, 1024), (1500, 3008), (3000, 1536), (2304, 2560), (8192, 768))
 FEW_ENVS = ((131072, 16), (500000, 16), (100000, 32), (65536, 48), (32768, 128), (16384, 256), (8192, 400),
             (2048, 96), (5000, 208))
-CONTROLS = (("gae", 4096, 8192, "bf16"), ("lambda_returns", 4096, 8192, "f32"), ("eligibility_traces", 2048, 2048, "bf16"))
+CONTROLS = (("gae", 4096, 8192, "bf16"), ("lambda_returns", 4096, 8192, "f32"),
+            ("eligibility_traces", 2048, 2048, "bf16"))
 H.PLANS.update({"heldout": [("vtrace", T, N, "bf16") for T, N in VTRACE]
                 + [(est, T, N, "bf16") for est in ("lambda_returns", "discounted_returns")
                    for T, N in RETURNS + RETURNS_CONTROLS]
                 + [("linear_scan", T, N, "bf16") for T, N in LINEAR_SCAN] + list(CONTROLS),
-                "few_envs": [(est, T, N, "bf16") for est in ("linear_scan", "eligibility_traces", "episodic_prefix_sum")
-                             for T, N in FEW_ENVS] + [("gae", 131072, 16, "bf16"), ("lambda_returns", 65536, 48, "bf16")],
+                "few_envs": [(est, T, N, "bf16")
+                             for est in ("linear_scan", "eligibility_traces", "episodic_prefix_sum")
+                             for T, N in FEW_ENVS]
+                + [("gae", 131072, 16, "bf16"), ("lambda_returns", 65536, 48, "bf16")],
                 "lambda_w4": [("lambda_returns", T, N, "bf16") for T, N in RETURNS + RETURNS_CONTROLS],
-                "ratio": [(est, T, N, dtype) for est in ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns")
+                "ratio": [(est, T, N, dtype)
+                          for est in ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns")
                           for T, N in ((4096, 8192), (2048, 16384)) for dtype in ("f32", "bf16")]})
 
 if __name__ == "__main__":

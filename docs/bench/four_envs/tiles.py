@@ -14,6 +14,7 @@ own tile with and without four environments per thread.
   PYTHONPATH=. python docs/bench/four_envs/tiles.py PLAN time OUT.json
 """
 import sys
+from dataclasses import replace
 
 sys.path.append("docs/bench/run_successor")
 sys.path.append("scripts")
@@ -28,26 +29,25 @@ OTHER_CELLS = [("linear_scan", 2048, 2048), ("linear_scan", 512, 8192), ("linear
                ("linear_scan", 16, 262144)]
 
 
-def own(est: str, N: int, T: int) -> str:
-    return B.config_label(B.default_config(est, N, T, "tn", B.DTYPES["bf16"]))
+def own_in_fours(est: str, N: int, T: int) -> str:
+    """The kernels' own bf16 tile four environments per thread (whether or not the rule gives it so)."""
+    return B.config_label(replace(B.default_config(est, N, T, "tn", B.DTYPES["bf16"]), env_runs_of_four=True))
 
 
 def cell_labels(est: str, N: int, T: int, tiles: list) -> list:
-    return list(dict.fromkeys(["default", own(est, N, T) + ENVS4] + [tile + "+latest+runs" + ENVS4 for tile in tiles]))
+    return list(dict.fromkeys(["default", own_in_fours(est, N, T)] + [tile + "+latest+runs" + ENVS4 for tile in tiles]))
 
 
 COLUMN_CELLS = [(N, T) for N in (8, 12, 16, 64) for T in (65536, 262144)] + [(16, 1048576)]
-ESTIMATORS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
-              "episodic_prefix_sum", "linear_scan")
 PROBE_CELLS = [(24576, 1024), (28672, 1024), (24576, 1300), (20480, 1024), (24576, 768)]
 PROBE_TILES = ["64x64w4+3stages+latest+runs", "64x32w4+3stages+latest+runs" + ENVS4]
 PLANS = {"walks": [(est, N, T, "bf16", label) for est in ("vtrace", "lambda_returns", "discounted_returns")
                    for N, T in WALK_CELLS for label in cell_labels(est, N, T, TILES)],
          "other": [(est, N, T, "bf16", label) for est, N, T in OTHER_CELLS for label in cell_labels(est, N, T, [])],
-         "column": [(est, N, T, "bf16", label) for est in ESTIMATORS for N, T in COLUMN_CELLS
+         "column": [(est, N, T, "bf16", label) for est in B.SPECS for N, T in COLUMN_CELLS
                     for label in cell_labels(est, N, T, [])],
-         "probe": [(est, N, T, "bf16", label) for est in ("lambda_returns", "discounted_returns") for N, T in PROBE_CELLS
-                   for label in ["default"] + PROBE_TILES]}
+         "probe": [(est, N, T, "bf16", label) for est in ("lambda_returns", "discounted_returns")
+                   for N, T in PROBE_CELLS for label in ["default"] + PROBE_TILES]}
 
 if __name__ == "__main__":
     if sys.argv[2] == "warm":
