@@ -451,7 +451,10 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
     walks_from = FLOAT32_WALKS_FROM if itemsize == 4 and not (wide_scan or long_run_tiles) else 8192
     if N >= walks_from and itemsize <= 4 and aligned_rows:
+        narrow = half_empty_second_wave(triton.cdiv(N, 64))
         if deep_walks and itemsize == 4:
+            if narrow:
+                return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True)
             return LaunchConfig(32 if N >= 16384 else 64, 64, num_warps=4, num_stages=4, thread_runs=True)
         if wide_scan and itemsize == 4 and fills_waves(triton.cdiv(N, 64), 1):
             return LaunchConfig(64, 64, num_warps=8, num_stages=3, thread_runs=True)
@@ -466,6 +469,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if four_env_walks and itemsize == 2 and N * T <= FOUR_ENV_WALKS_UP_TO:
             return LaunchConfig(64, 32, num_warps=four_env_walks, num_stages=3, thread_runs=True,
                                 env_runs_of_four=True)
+        if narrow and not long_run_tiles and (itemsize == 4 or successor_rows):
+            return LaunchConfig(64, 32, num_warps=4 if itemsize == 4 else 2, num_stages=3, thread_runs=True)
         return LaunchConfig(64, 64, num_warps=4, num_stages=3, thread_runs=True)
     run_tile = _below_16_env_run_tile(T, N, itemsize, wide_scan, long_run_tiles) or (
         _wide_scan_run_tile(T, N, itemsize, aligned_rows) if wide_scan else
@@ -611,6 +616,18 @@ def fills_waves(programs: int, per_multiprocessor: int) -> bool:
     ``MULTIPROCESSORS``, fill at least ``FULL_WAVES`` of the waves they take."""
     slots = MULTIPROCESSORS * per_multiprocessor
     return programs >= FULL_WAVES * slots * triton.cdiv(programs, slots)
+
+
+def half_empty_second_wave(programs: int) -> bool:
+    """Whether ``programs`` programs, one at a time on each of the H200's ``MULTIPROCESSORS``, take a
+    second wave and leave at least half of it empty.
+
+    Where the ``[T, N]`` walks' 64-environment programs from 8192 environments do (8449-12672
+    environments), float32 GAE, lambda and discounted returns and the light kernels walk 64 x 32 on
+    four warps, bf16 GAE and Retrace on two: 1.08-1.34x at 8704-12288 environments on the H200; at
+    13312 (a second wave 58% full) 0.91-1.03x, at 20480 (a third 42% full) 0.93-1.04x (docs/perf.md,
+    "Walks that fill their waves")."""
+    return MULTIPROCESSORS < programs <= MULTIPROCESSORS * 3 // 2
 
 
 def _unaligned_look_back_tile(elements: int, N: int, itemsize: int, aligned_rows: bool,

@@ -156,7 +156,9 @@ def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, esti
                 continue  # V-trace's walks that fill their waves
             small = traits["wide_scan"] or (traits["successor_rows"] and itemsize == 4)
             stages, four = 3, False
-            if traits["deep_walks"] and itemsize == 4:
+            if N == 12288 and estimator in NARROW_WALKS[itemsize]:
+                shape = (64, 32, 4 if itemsize == 4 else 2)  # test_walks_filling_little_of_their_waves_narrow
+            elif traits["deep_walks"] and itemsize == 4:
                 shape, stages = (32 if N >= 16384 else 64, 64, 4), 4
             elif small:
                 shape = (32, 32, 2)
@@ -539,6 +541,38 @@ def test_vtrace_walks_from_8192_environments_by_waves(compiled_block_shapes, est
             assert c not in (wide, half), (T, N, itemsize, c)
     assert launch.fills_waves(launch.MULTIPROCESSORS, 1) and not launch.fills_waves(launch.MULTIPROCESSORS + 1, 1)
     assert launch.fills_waves(2 * launch.MULTIPROCESSORS - 13, 1) and not launch.fills_waves(125, 1)
+
+
+# The kernels whose walks from 8192 environments take 64 x 32 tiles where the 64-wide ones would take a
+# second wave at most half full, by float byte size.
+NARROW_WALKS = {4: ("gae", "lambda_returns", "discounted_returns", "eligibility_traces", "episodic_prefix_sum"),
+                2: ("gae", "retrace")}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_walks_filling_little_of_their_waves_narrow(compiled_block_shapes, estimator):
+    """From 8192 environments, where the walks' 64-environment programs, one per multiprocessor of the
+    H200, would take a second wave and leave at least half of it empty (8449-12672 environments),
+    float32 GAE, lambda and discounted returns, eligibility traces and episodic sums walk 64 x 32 on
+    four warps, bf16 GAE and Retrace on two (1.08-1.34x at 8704-12288 environments; 0.91-1.03x at
+    13312, whose second wave is 58% full; docs/perf.md, "Walks that fill their waves"). Their tiles
+    elsewhere, the other kernels' and unaligned rows are unchanged."""
+    from kernels import LaunchConfig
+
+    launch = compiled_block_shapes
+    reverse = estimator not in FORWARD_ONLY
+    for itemsize, warps in ((4, 4), (2, 2)):
+        narrow = LaunchConfig(64, 32, warps, num_stages=3, latest_first=reverse, thread_runs=True)
+        takes = estimator in NARROW_WALKS[itemsize]
+        for T, N in [(2048, 10240), (2048, 12288), (4096, 9216), (1000, 8704), (3000, 10000), (300, 8464),
+                     (1024, 12672)]:
+            assert (launch.estimator_config(estimator, T, N, False, itemsize) == narrow) == takes, (T, N, itemsize)
+        for T, N, aligned in [(4096, 8192, True), (2048, 8448, True), (2048, 12688, True), (1500, 13312, True),
+                              (2048, 16384, True), (1024, 18432, True), (1024, 20480, True), (768, 26000, True),
+                              (256, 10240, True), (2048, 10248, False)]:
+            assert launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=aligned) != narrow, (T, N)
+    assert not launch.half_empty_second_wave(132) and launch.half_empty_second_wave(133)
+    assert launch.half_empty_second_wave(198) and not launch.half_empty_second_wave(199)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
