@@ -136,6 +136,13 @@ MULTIPROCESSORS = 132
 # 0.79x at 12288 (0.73) (docs/perf.md, "Instructions per element, V-trace's walks by waves").
 FULL_WAVES = 0.95
 
+# Environment counts strictly between which eligibility traces' and episodic sums' float32 [T, N] walks
+# take 32 x 32 tiles on two warps, three chunks deep, instead of 32 x 64 on four warps four deep: on the
+# H200 1.07-1.17x at 17408-28672 environments, 0.89-0.94x at 16384 (whose 64-wide programs fill their
+# waves), 0.99-1.03x at 30720, 0.90-1.06x from 32768 in 64 x 32 tiles (docs/perf.md, "The light kernels'
+# walks from 16384 to 30720 environments").
+LIGHT_TWO_WARP_WALKS = (16384, 30720)
+
 # Elements (N times T) up to which the 16-bit [T, N] walks of kernels with ``four_env_walks`` take 64 x 32
 # tiles four environments per thread: 1.01-1.29x over 64 x 64 on four warps eight per thread on the H200
 # from 8192 to 32768 environments, 0.91-1.01x beyond (docs/perf.md, "The bf16 walks four environments
@@ -455,6 +462,8 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if deep_walks and itemsize == 4:
             if narrow:
                 return LaunchConfig(64, 32, num_warps=4, num_stages=3, thread_runs=True)
+            if light_steps and LIGHT_TWO_WARP_WALKS[0] < N < LIGHT_TWO_WARP_WALKS[1]:
+                return LaunchConfig(32, 32, num_warps=2, num_stages=3, thread_runs=True)
             return LaunchConfig(32 if N >= 16384 else 64, 64, num_warps=4, num_stages=4, thread_runs=True)
         if wide_scan and itemsize == 4 and fills_waves(triton.cdiv(N, 64), 1):
             return LaunchConfig(64, 64, num_warps=8, num_stages=3, thread_runs=True)

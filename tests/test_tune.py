@@ -135,8 +135,9 @@ def test_reverse_walks_take_latest_first_tiles_in_time_major_layout(compiled_blo
 def test_many_environments_walk_tiles_in_thread_runs(compiled_block_shapes, estimator):
     """From 8192 environments, ``[T, N]`` sequences longer than one chunk are walked without
     look-back, pipelined, in tiles whose threads hold runs of consecutive steps: in float32, four
-    chunks deep in 64 x 64 tiles on four warps (32 x 64 from 16384 environments) for the kernels
-    with ``DEEP_WALKS``; otherwise three chunks deep, 32 x 32 on two warps for V-trace and, in
+    chunks deep in 64 x 64 tiles on four warps (32 x 64 from 16384 environments; the light kernels'
+    between 16384 and 30720: ``test_light_kernels_walk_two_warps_from_16384_to_30720_environments``)
+    for the kernels with ``DEEP_WALKS``; otherwise three chunks deep, 32 x 32 on two warps for V-trace and, in
     float32, for the kernels that load each step's successor (V-trace's where its wider walks do not
     fill their waves: ``test_vtrace_walks_from_8192_environments_by_waves``); in 16-bit floats, three
     chunks deep in 128 x 32 tiles on two warps for the light kernels, four chunks deep in 128 x 64
@@ -573,6 +574,27 @@ def test_walks_filling_little_of_their_waves_narrow(compiled_block_shapes, estim
             assert launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=aligned) != narrow, (T, N)
     assert not launch.half_empty_second_wave(132) and launch.half_empty_second_wave(133)
     assert launch.half_empty_second_wave(198) and not launch.half_empty_second_wave(199)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_light_kernels_walk_two_warps_from_16384_to_30720_environments(compiled_block_shapes, estimator):
+    """Eligibility traces' and episodic sums' float32 ``[T, N]`` walks strictly between 16384 and 30720
+    environments take 32 x 32 tiles on two warps, three chunks deep (1.07-1.17x at 17408-28672
+    environments on the H200; docs/perf.md, "The light kernels' walks from 16384 to 30720
+    environments"); at 16384 and from 30720, bf16, the other kernels and rows not 16 elements apart keep
+    their tiles."""
+    from kernels import LaunchConfig
+
+    launch = compiled_block_shapes
+    two_warps = LaunchConfig(32, 32, 2, num_stages=3, thread_runs=True)
+    takes = launch.kernel_traits(estimator)["light_steps"]
+    for T, N in [(2048, 17408), (2048, 20000), (1536, 22528), (1024, 28672), (300, 16400), (4096, 30704)]:
+        assert (launch.estimator_config(estimator, T, N, False, 4) == two_warps) == takes, (T, N)
+        assert launch.estimator_config(estimator, T, N, False, 2) != two_warps, (T, N)
+    for T, N, aligned in [(2048, 16384, True), (1000, 30720, True), (2048, 32768, True), (1024, 40960, True),
+                          (2048, 20008, False), (256, 20000, True)]:
+        assert launch.estimator_config(estimator, T, N, False, 4, aligned_rows=aligned) != two_warps, (T, N)
+    assert launch.LIGHT_TWO_WARP_WALKS == (16384, 30720)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)

@@ -4,7 +4,9 @@ CUDA graph, inputs rotated through four times the L2, each cell checked against 
 first), one process per version. Cells are ``(estimator, T, N, dtype)``; the 64-environment programs
 of the walks fill 0.50-0.79 of their waves (one per multiprocessor) on the held-out cells (the first rule
 took those below 0.8; the final one, `_launch.half_empty_second_wave`, 8449-12672 environments), 0.82-0.97 on
-the controls. PLAN ``heldout``.
+the controls. PLAN ``heldout``; ``light`` (thirty-sixth session): eligibility traces and episodic sums
+from 12288 to 100000 environments, the first form of `_launch.LIGHT_TWO_WARP_WALKS` (32 x 32 on two
+warps above 16384 environments, 64 x 32 from 32768).
 
   PYTHONPATH=<kernels' checkout>:. python docs/bench/waves/cells.py PLAN TAG OUT.json [warm I K]
 """
@@ -21,6 +23,11 @@ CONTROLS = (("gae", 1500, 13824, "f32"), ("retrace", 1500, 13824, "bf16"), ("lam
             ("linear_scan", 2048, 12288, "f32"), ("retrace", 2048, 12288, "f32"))
 H.PLANS.update({"heldout": [(est, T, N, "f32") for est in FLOAT32 for T, N in CELLS]
                 + [(est, T, N, "bf16") for est in BF16 for T, N in CELLS] + list(CONTROLS)})
+# The light kernels' float32 walks above 16384 environments (`_launch.LIGHT_TWO_WARP_WALKS_ABOVE`),
+# held out from ``waves.py``'s ``beyond`` sweep; the last two cells of each kernel are controls.
+LIGHT_CELLS = ((2048, 17408), (2048, 20000), (1536, 22528), (1024, 28672), (1000, 30720), (2048, 32768),
+               (1024, 40960), (512, 49152), (512, 65536), (300, 100000), (4096, 16384), (2048, 12288))
+H.PLANS["light"] = [(est, T, N, "f32") for est in ("eligibility_traces", "episodic_prefix_sum") for T, N in LIGHT_CELLS]
 
 if __name__ == "__main__":
     H.cli(sys.argv[1:])

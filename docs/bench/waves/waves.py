@@ -4,7 +4,9 @@
 or unbalanced, where 32-environment tiles (320, 384 programs) fill more of theirs. The kernels' own
 tile against 32- and 64-wide tiles, each checked against the float64 reference first, then device
 time from a CUDA graph, two rounds, one process (``../run_successor/sweep.py``'s ``warm`` and
-``time_all``). Cells N x T.
+``time_all``). Cells N x T. PLAN ``sweep``: 10240, 12288 and 20480 environments; ``beyond``
+(thirty-sixth session): 16384 to 32768 environments, float32 GAE, lambda and discounted returns,
+``linear_scan`` and the light kernels, bf16 GAE and Retrace.
 
   PYTHONPATH=. python docs/bench/waves/waves.py PLAN warm I K     # compile share I of K
   PYTHONPATH=. python docs/bench/waves/waves.py PLAN time OUT.json
@@ -27,7 +29,12 @@ def labels(est: str, N: int, T: int, dtype_name: str) -> list:
 
 SWEPT = [(est, d) for est in ("gae", "retrace", "lambda_returns", "discounted_returns") for d in ("f32", "bf16")] + [
     ("linear_scan", "f32"), ("eligibility_traces", "f32")]
-PLANS = {"sweep": [(est, N, T, d, label) for est, d in SWEPT for N, T in CELLS for label in labels(est, N, T, d)]}
+BEYOND_CELLS = [(16384, 2048), (18432, 2048), (24576, 1024), (32768, 1024)]
+BEYOND = [(est, d) for est in ("gae", "lambda_returns", "discounted_returns", "linear_scan", "eligibility_traces",
+                               "episodic_prefix_sum") for d in ("f32",)] + [("gae", "bf16"), ("retrace", "bf16")]
+PLANS = {"sweep": [(est, N, T, d, label) for est, d in SWEPT for N, T in CELLS for label in labels(est, N, T, d)],
+         "beyond": [(est, N, T, d, label) for est, d in BEYOND for N, T in BEYOND_CELLS
+                    for label in labels(est, N, T, d)]}
 
 
 if __name__ == "__main__":
