@@ -23,7 +23,7 @@ CONTROLS = (("gae", 1500, 13824, "f32"), ("retrace", 1500, 13824, "bf16"), ("lam
             ("linear_scan", 2048, 12288, "f32"), ("retrace", 2048, 12288, "f32"))
 H.PLANS.update({"heldout": [(est, T, N, "f32") for est in FLOAT32 for T, N in CELLS]
                 + [(est, T, N, "bf16") for est in BF16 for T, N in CELLS] + list(CONTROLS)})
-# The light kernels' float32 walks above 16384 environments (`_launch.LIGHT_TWO_WARP_WALKS_ABOVE`),
+# The light kernels' float32 walks above 16384 environments (`_launch.LIGHT_TWO_WARP_WALKS`; its first form),
 # held out from ``waves.py``'s ``beyond`` sweep; the last two cells of each kernel are controls.
 LIGHT_CELLS = ((2048, 17408), (2048, 20000), (1536, 22528), (1024, 28672), (1000, 30720), (2048, 32768),
                (1024, 40960), (512, 49152), (512, 65536), (300, 100000), (4096, 16384), (2048, 12288))
