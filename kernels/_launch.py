@@ -17,7 +17,7 @@ from typing import Optional
 
 import torch
 
-from kernels import _explicit_layout, _replay
+from kernels import _async_walk, _explicit_layout, _replay
 from kernels._direct_launch import DirectLauncher
 from kernels._triton import INTERPRET, runs_gluon, tl, triton
 
@@ -60,6 +60,11 @@ class LaunchConfig:
     lanes lie along environments and twice as many steps along each thread's run. The 8-byte copies
     cannot bypass the L1 and take twice the addresses, so it pays only in some walks (docs/perf.md,
     "The bf16 walks four environments per thread"). Ignored for ``[N, T]`` storage and 32-bit floats.
+
+    ``async_walk``: the kernel's async-walk twin (``kernels._async_walk``, Gluon; a GPU only): a
+    ``[T, N]`` walk (no look-back) whose ``num_warps`` warps lie side by side along the program's
+    ``block_n`` environments, each thread a run of steps of one 16-byte vector of them, fed through
+    a ring of ``num_stages`` chunks in shared memory by asynchronous copies (``num_stages >= 2``).
     """
 
     block_t: int
@@ -72,6 +77,7 @@ class LaunchConfig:
     explicit_layout: bool = False
     persistent: int = 0
     env_runs_of_four: bool = False
+    async_walk: bool = False
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -88,6 +94,10 @@ class LaunchConfig:
         if self.env_runs_of_four and (self.explicit_layout or self.persistent):
             raise ValueError("LaunchConfig.env_runs_of_four is a layout of the Triton kernels' tiles: not with "
                              "explicit_layout or persistent")
+        if self.async_walk and (self.lookback or self.explicit_layout or self.thread_runs or self.persistent
+                                or self.env_runs_of_four or self.num_stages < 2):
+            raise ValueError("LaunchConfig.async_walk is a walk in a layout of its own: no lookback, explicit_layout, "
+                             "thread_runs, persistent or env_runs_of_four, and num_stages >= 2")
         if self.explicit_layout:
             threads = _explicit_layout.time_threads(self.block_t, self.num_warps)
             if self.lookback or self.num_stages > 1:
@@ -159,7 +169,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   one_column_triton_tiles: bool = False, aligned_rows: bool = True, explicit_short_tiles: bool = False,
                   eight_warp_short_tiles: tuple = (), unaligned_whole_tiles: tuple = (),
                   unaligned_look_back_tile: Optional[tuple] = None,
-                  persistent_look_back_tile: Optional[tuple] = None, four_env_walks: int = 0) -> LaunchConfig:
+                  persistent_look_back_tile: Optional[tuple] = None, four_env_walks: int = 0,
+                  async_walks: tuple = ()) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
     (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
 
@@ -213,7 +224,10 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     sequences in 16-aligned rows where :func:`_persistent_look_back_tile` takes it; ``four_env_walks``,
     warps: for kernels whose 16-bit ``[T, N]`` walks up to ``FOUR_ENV_WALKS_UP_TO`` elements measured
     faster in 64 x 32 tiles on that many warps four environments per thread (lambda returns four,
-    discounted returns two; docs/perf.md, "The bf16 walks four environments per thread").
+    discounted returns two; docs/perf.md, "The bf16 walks four environments per thread");
+    ``async_walks``, ``((stages, from, to environments), ...)``: for kernels with an async-walk twin
+    (``kernels._async_walk``; the caller says whether it can run: ``estimator_config``), the ranges
+    of environments whose 16-bit ``[T, N]`` walks take it (:func:`_async_walk_tile`).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
@@ -257,7 +271,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` but not ``light_steps``: four
       chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for short sequences, and
       bf16 tiles"); 16-bit floats with ``light_steps``: 128 x 32 on two warps (docs/perf.md, "The
-      light kernels' bf16 walks").
+      light kernels' bf16 walks"). 16-bit floats with ``async_walks``, in their ranges of environments:
+      the async-walk twin, 64 x 64 on four warps (:func:`_async_walk_tile`).
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``
       (where its persistent look-back tiles do not take them): walks three chunks deep in thread
       runs, 64 x 16 on four warps (docs/perf.md, "Look-back tiles for short sequences, and bf16
@@ -300,7 +315,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     config = _block_shape(T, N, time_contiguous, wide_scan, itemsize, pipelined_walks, light_steps, successor_rows,
                           long_run_tiles, deep_walks, one_env_walks, paired_rows, narrow_short_tiles,
                           sixteen_warp_rows, short_look_back_tiles, one_column_triton_tiles, aligned_rows,
-                          unaligned_look_back_tile, persistent_look_back_tile, four_env_walks)
+                          unaligned_look_back_tile, persistent_look_back_tile, four_env_walks, async_walks)
     return in_step_order(config, time_contiguous, latest_first)
 
 
@@ -401,7 +416,7 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
                  one_env_walks: bool, paired_rows: bool, narrow_short_tiles: bool, sixteen_warp_rows: bool,
                  short_look_back_tiles: bool, one_column_triton_tiles: bool, aligned_rows: bool,
                  unaligned_look_back_tile: Optional[tuple], persistent_look_back_tile: Optional[tuple],
-                 four_env_walks: int) -> LaunchConfig:
+                 four_env_walks: int, async_walks: tuple) -> LaunchConfig:
     """:func:`choose_config`'s block shape, before the order of a tile's rows."""
     t_pow2 = triton.next_power_of_2(max(T, 1))
     n_pow2 = triton.next_power_of_2(N)
@@ -458,6 +473,9 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         return LaunchConfig(t_pow2, max(8, 1024 // t_pow2), num_warps=4)
     walks_from = FLOAT32_WALKS_FROM if itemsize == 4 and not (wide_scan or long_run_tiles) else 8192
     if N >= walks_from and itemsize <= 4 and aligned_rows:
+        async_walk = _async_walk_tile(N, itemsize, async_walks)
+        if async_walk is not None:
+            return async_walk
         narrow = half_empty_second_wave(triton.cdiv(N, 64))
         if deep_walks and itemsize == 4:
             if narrow:
@@ -526,6 +544,19 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     if wide_scan:
         return LaunchConfig(256, block_n, 8, True) if T >= 65536 else LaunchConfig(128, block_n, 2, True)
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
+
+
+def _async_walk_tile(N: int, itemsize: int, async_walks: tuple) -> Optional[LaunchConfig]:
+    """The async-walk tile (``LaunchConfig.async_walk``) of a kernel's 16-bit ``[T, N]`` walk where its
+    ``async_walks`` ranges ``(stages, from, to environments)`` hold ``N``: 64 x 64 on four warps. Its
+    buffers take 32 KB of shared memory a stage for GAE, so three stages hold two programs per
+    multiprocessor and two stages three (docs/perf.md, "Walks fed through shared memory")."""
+    if itemsize != 2:
+        return None
+    for stages, first, last in async_walks:
+        if first <= N <= last:
+            return LaunchConfig(64, 64, num_warps=4, num_stages=stages, async_walk=True)
+    return None
 
 
 def _below_16_env_run_tile(T: int, N: int, itemsize: int, wide_scan: bool,
@@ -810,7 +841,7 @@ def kernel_traits(estimator: str) -> dict:
     ``PAIRED_ROWS``, ``NARROW_SHORT_TILES``, ``SIXTEEN_WARP_ROWS``, ``SHORT_LOOK_BACK_TILES`` and
     ``ONE_COLUMN_TRITON_TILES`` (default false); ``FOUR_ENV_WALKS`` (default 0);
     ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES``, ``UNALIGNED_LOOK_BACK_TILE`` and
-    ``PERSISTENT_LOOK_BACK_TILE`` (default none); ``explicit_short_tiles`` when its
+    ``PERSISTENT_LOOK_BACK_TILE`` (default none); ``ASYNC_WALKS`` (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
@@ -832,6 +863,7 @@ def kernel_traits(estimator: str) -> dict:
             "unaligned_look_back_tile": getattr(module, "UNALIGNED_LOOK_BACK_TILE", None),
             "persistent_look_back_tile": getattr(module, "PERSISTENT_LOOK_BACK_TILE", None),
             "four_env_walks": getattr(module, "FOUR_ENV_WALKS", 0),
+            "async_walks": getattr(module, "ASYNC_WALKS", ()),
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 
@@ -843,14 +875,16 @@ def rows_are_aligned(row_stride: int) -> bool:
 
 
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int,
-                     aligned_rows: bool = True) -> LaunchConfig:
+                     aligned_rows: bool = True, async_walks: bool = True) -> LaunchConfig:
     """The block shape ``kernels.<estimator>`` launches with ``config=None``: :func:`choose_config`
     with the :func:`kernel_traits` of its module (the benchmark reports the same), explicit layouts
-    only where Gluon kernels run (``EXPLICIT_LAYOUTS``); ``launch`` derives ``aligned_rows`` from
-    the first input's row stride."""
+    and async walks only where Gluon kernels run (``EXPLICIT_LAYOUTS``); ``launch`` derives
+    ``aligned_rows`` from the first input's row stride, and asks again without ``async_walks`` for
+    inputs the async walk cannot copy (:func:`async_walk_misfit`)."""
     traits = kernel_traits(estimator)
     return choose_config(T, N, time_contiguous, itemsize=itemsize, aligned_rows=aligned_rows,
-                         **dict(traits, explicit_short_tiles=traits["explicit_short_tiles"] and EXPLICIT_LAYOUTS))
+                         **dict(traits, explicit_short_tiles=traits["explicit_short_tiles"] and EXPLICIT_LAYOUTS,
+                                async_walks=traits["async_walks"] if EXPLICIT_LAYOUTS and async_walks else ()))
 
 
 def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple,
@@ -876,8 +910,17 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     itemsize = batch.out_dtype.itemsize
     estimator = kernel.fn.__module__.rpartition(".")[2]
     aligned_rows = rows_are_aligned(tensors[2] if time_contiguous else tensors[1])
-    if config is None:
+    chosen = config is None
+    if chosen:
         config = estimator_config(estimator, T, N, time_contiguous, itemsize, aligned_rows=aligned_rows)
+    if config.async_walk:
+        problem = async_walk_misfit(kernel, batch, time_contiguous, config, tensors)
+        if problem is None:
+            kernel = _async_walk.TWINS[kernel]
+        elif chosen:
+            config = estimator_config(estimator, T, N, time_contiguous, itemsize, aligned_rows, async_walks=False)
+        else:
+            raise ValueError(f"LaunchConfig.async_walk: {problem}")
     num_chunks = triton.cdiv(T, config.block_t)
     n_blocks = triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
@@ -982,8 +1025,28 @@ def _explicit_twin(kernel, batch, time_contiguous: bool, config: LaunchConfig):
     return twin
 
 
+def async_walk_misfit(kernel, batch, time_contiguous: bool, config: LaunchConfig, tensors: tuple) -> Optional[str]:
+    """Why ``kernel``'s async-walk twin cannot take this problem in ``config`` (``None`` if it can):
+    no twin, not a GPU, ``[N, T]`` storage, a block shape without whole 16-byte vectors per thread,
+    or series its copies cannot move (``_async_walk.misfit``)."""
+    if kernel not in _async_walk.TWINS:
+        return f"{kernel.fn.__name__} has no async-walk kernel"
+    if not runs_gluon(batch.device):
+        return "it runs on a GPU only (not the interpreter, not the CPU)"
+    if time_contiguous:
+        return "it walks [T, N] tiles: needs time_dim=0"
+    threads = _async_walk.time_threads(config.block_n, config.num_warps, batch.out_dtype.itemsize)
+    if not threads or config.block_t % threads:
+        return (f"{config.block_t} x {config.block_n} on {config.num_warps} warps is not whole 16-byte vectors of "
+                f"environments per thread and whole runs of steps")
+    return _async_walk.misfit(kernel.arg_names, tensors, batch.N)
+
+
 def _time_threads(config: LaunchConfig, time_contiguous: bool, itemsize: int) -> int:
-    """The kernels' ``TIME_THREADS``: threads along time of a tile in thread runs or in an explicit layout."""
+    """The kernels' ``TIME_THREADS``: threads along time of a tile in thread runs, in an explicit layout
+    or in an async walk."""
+    if config.async_walk:
+        return _async_walk.time_threads(config.block_n, config.num_warps, itemsize)
     if config.explicit_layout:
         return _explicit_layout.time_threads(config.block_t, config.num_warps)
     return time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1

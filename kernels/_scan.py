@@ -192,6 +192,10 @@ def in_runs_of_four(index):
     return index // 4 * 4 + index % 4
 
 
+# The kernels' arguments that point to series of 0/1 flags (``load_flags``); the others point to floats.
+FLAG_POINTERS = ("term_ptr", "trunc_ptr", "done_ptr", "flag_ptr")
+
+
 @triton.jit
 def load_flags(ptr, t, n, stride_t, stride_n, mask, FULL_WIDTH: tl.constexpr = False,
                ENVS_IN_RUNS: tl.constexpr = False):

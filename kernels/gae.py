@@ -18,11 +18,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _explicit_layout, _scan, reference
+from kernels import _async_walk, _explicit_layout, _scan, reference
 from kernels._args import Batch, check_bootstrap, check_scalar
 from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
 from kernels._replay import replayable
-from kernels._triton import gl, runs_triton, tl, triton
+from kernels._triton import gl, gluon, runs_triton, tl, triton
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
@@ -49,13 +49,21 @@ UNALIGNED_WHOLE_TILES = ((90, 4096, 4), (256, 0, 8))
 # by persistent programs (block_t, block_n, warps, programs per multiprocessor, from, below this many
 # environments) (_launch._persistent_look_back_tile).
 PERSISTENT_LOOK_BACK_TILE = (128, 32, 4, 2, 512, 3840)
+# 16-bit [T, N] sequences of more than 256 steps in 16-aligned rows: walks fed through shared memory
+# (_async_walk), 64 x 64 on four warps, (stages, from, to environments): four stages while the
+# programs take one per multiprocessor of the H200 (at most 132), two from 199 to 396 programs
+# (_launch._async_walk_tile).
+ASYNC_WALKS = ((4, 8192, 8448), (2, 12673, 25344))
 
 
 @triton.jit
-def _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC: tl.constexpr):
+def _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC: tl.constexpr, MASKED: tl.constexpr = True):
     """``(alpha, beta)`` of a tile: ``delta_t`` and ``gamma lam (1 - done_t)``; the identity ``(0, 1)``
-    where masked."""
+    where masked (not ``MASKED``: ``mask`` is ignored, for tiles whose masked elements reach only
+    masked outputs)."""
     delta = r + gamma * tl.where(terminated, 0.0, v_after) - v
+    if not MASKED:
+        return delta, tl.where(done, 0.0, gamma * lam).to(ACC)
     alpha = tl.where(mask, delta, 0.0)
     beta = tl.where(mask & ~done, gamma * lam, tl.where(mask, 0.0, 1.0)).to(ACC)
     return alpha, beta
@@ -313,6 +321,137 @@ def _gae_explicit_kernel(
     adv, _ = _explicit_layout.scan_tile(alpha, beta)
     _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
     _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
+
+
+@gluon.jit
+def _gae_async_copies(r_s, v_s, after_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t,
+                      s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, chunk, n0, T, N,
+                      HAS_TRUNC: gl.constexpr, HAS_NEXT: gl.constexpr, BLOCK_T: gl.constexpr,
+                      NUM_STAGES: gl.constexpr, FLOAT_COPY: gl.constexpr, FLAG_COPY: gl.constexpr):
+    """Issue the copies of walk chunk ``chunk`` into its buffers (``r``, ``v``, ``v'``: ``next_values``
+    or ``v`` one step later, the flags) as one group; an empty group past the last chunk."""
+    if chunk < gl.cdiv(T, BLOCK_T):
+        stage = chunk % NUM_STAGES
+        top = T - 1 - chunk * BLOCK_T
+        _async_walk.copy_chunk(r_s.index(stage), r_ptr, top, n0, T, N, s_r_t, s_r_n, 0, FLOAT_COPY)
+        _async_walk.copy_chunk(v_s.index(stage), v_ptr, top, n0, T, N, s_v_t, s_v_n, 0, FLOAT_COPY)
+        if HAS_NEXT:
+            _async_walk.copy_chunk(after_s.index(stage), nv_ptr, top, n0, T, N, s_nv_t, s_nv_n, 0, FLOAT_COPY)
+        else:
+            _async_walk.copy_chunk(after_s.index(stage), v_ptr, top, n0, T, N, s_v_t, s_v_n, 1, FLOAT_COPY)
+        _async_walk.copy_chunk(term_s.index(stage), _async_walk.as_bytes(term_ptr), top, n0, T, N, s_term_t,
+                               s_term_n, 0, FLAG_COPY)
+        if HAS_TRUNC:
+            _async_walk.copy_chunk(trunc_s.index(stage), _async_walk.as_bytes(trunc_ptr), top, n0, T, N, s_trunc_t,
+                                   s_trunc_n, 0, FLAG_COPY)
+    _async_walk.commit()
+
+
+@_async_walk.twin_of(_gae_kernel)
+@_async_walk.twin_kernel
+def _gae_async_walk_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    adv_ptr,
+    s_adv_t,
+    s_adv_n,
+    ret_ptr,
+    s_ret_t,
+    s_ret_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_gae_kernel`` as a walk fed through shared memory (``_async_walk``): each chunk's inputs are
+    copied ``NUM_STAGES - 1`` chunks ahead, then read in the walk's layout and scanned in each warp."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    WARPS: gl.constexpr = gl.num_warps()
+    FLOATS: gl.constexpr = r_ptr.dtype.element_ty
+    VEC: gl.constexpr = 128 // FLOATS.primitive_bitwidth  # one 16-byte vector per thread
+    STEPS: gl.constexpr = BLOCK_T // TIME_THREADS
+    WALK: gl.constexpr = gl.BlockedLayout([STEPS, VEC], [TIME_THREADS, 32 // TIME_THREADS], [1, WARPS], [1, 0])
+    FLOAT_LANES: gl.constexpr = min(32, BLOCK_N // VEC)
+    FLOAT_COPY: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // FLOAT_LANES, FLOAT_LANES], [WARPS, 1], [1, 0])
+    FLAG_VEC: gl.constexpr = min(16, BLOCK_N)
+    FLAG_LANES: gl.constexpr = min(32, BLOCK_N // FLAG_VEC)
+    FLAG_COPY: gl.constexpr = gl.BlockedLayout([1, FLAG_VEC], [32 // FLAG_LANES, FLAG_LANES], [WARPS, 1], [1, 0])
+    # A read puts lanes j = 0, 1, ... on rows j * STEPS + s: one swizzle phase per run of STEPS rows keeps
+    # them on distinct 16-byte columns.
+    FLOAT_SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, STEPS, min(8, BLOCK_N // VEC), [1, 0])
+    FLAG_SMEM: gl.constexpr = gl.SwizzledSharedLayout(FLAG_VEC, STEPS, max(1, min(8, BLOCK_N // FLAG_VEC)), [1, 0])
+    r_s = gl.allocate_shared_memory(FLOATS, [NUM_STAGES, BLOCK_T, BLOCK_N], FLOAT_SMEM)
+    v_s = gl.allocate_shared_memory(FLOATS, [NUM_STAGES, BLOCK_T, BLOCK_N], FLOAT_SMEM)
+    after_s = gl.allocate_shared_memory(FLOATS, [NUM_STAGES, BLOCK_T, BLOCK_N], FLOAT_SMEM)
+    term_s = gl.allocate_shared_memory(gl.int8, [NUM_STAGES, BLOCK_T, BLOCK_N], FLAG_SMEM)
+    trunc_s = gl.allocate_shared_memory(gl.int8, [NUM_STAGES if HAS_TRUNC else 1, BLOCK_T, BLOCK_N], FLAG_SMEM)
+
+    n0 = gl.program_id(0) * BLOCK_N
+    for ahead in gl.static_range(NUM_STAGES - 1):
+        _gae_async_copies(r_s, v_s, after_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr,
+                          s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, ahead, n0, T,
+                          N, HAS_TRUNC, HAS_NEXT, BLOCK_T, NUM_STAGES, FLOAT_COPY, FLAG_COPY)
+    rows = gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, WALK))
+    n = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, WALK))
+    n_ok = n < N
+    if not HAS_NEXT:
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+    carry = gl.zeros([BLOCK_N], ACC, layout=gl.SliceLayout(0, WALK))
+    for chunk in range(0, gl.cdiv(T, BLOCK_T)):
+        _async_walk.wait_for_chunk(NUM_STAGES)
+        _gae_async_copies(r_s, v_s, after_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr,
+                          s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n,
+                          chunk + NUM_STAGES - 1, n0, T, N, HAS_TRUNC, HAS_NEXT, BLOCK_T, NUM_STAGES, FLOAT_COPY,
+                          FLAG_COPY)
+        stage = chunk % NUM_STAGES
+        r = r_s.index(stage).load(WALK).to(ACC)
+        v = v_s.index(stage).load(WALK).to(ACC)
+        v_after = after_s.index(stage).load(WALK).to(ACC)
+        terminated = term_s.index(stage).load(WALK) != 0
+        done = terminated
+        if HAS_TRUNC:
+            done = done | (trunc_s.index(stage).load(WALK) != 0)
+        t = T - 1 - chunk * BLOCK_T - rows
+        if not HAS_NEXT:
+            v_after = gl.where((t == T - 1)[:, None], bootstrap[None, :], v_after)
+        mask = (t >= 0)[:, None] & n_ok[None, :]
+        # Rows before step 0 come last in a chunk, after every real row in scan order: left unmasked.
+        alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC, False)
+        A, B = _explicit_layout.scan_tile(alpha, beta)
+        adv = A + B * carry[None, :]
+        carry = _async_walk.last_row(adv)
+        _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
+        _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 
 
 def validate(

@@ -419,7 +419,7 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
 
 
 LABEL_FORM = ("<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit][+<k>persistent]"
-              "[+envs4]")
+              "[+envs4][+async]")
 
 
 def config_label(c: LaunchConfig) -> str:
@@ -429,19 +429,21 @@ def config_label(c: LaunchConfig) -> str:
             + ("+runs" if c.thread_runs else "")
             + ("+explicit" if getattr(c, "explicit_layout", False) else "")  # not in older kernels' configs
             + (f"+{c.persistent}persistent" if getattr(c, "persistent", 0) else "")
-            + ("+envs4" if getattr(c, "env_runs_of_four", False) else ""))
+            + ("+envs4" if getattr(c, "env_runs_of_four", False) else "")
+            + ("+async" if getattr(c, "async_walk", False) else ""))
 
 
 def parse_config_label(label: str) -> LaunchConfig:
     """The :class:`LaunchConfig` that ``config_label`` wrote as ``label``, e.g. ``16x64w1+lookback``."""
     match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(\+latest)?(\+runs)?(\+explicit)?"
-                         r"(?:\+(\d+)persistent)?(\+envs4)?", label.strip())
+                         r"(?:\+(\d+)persistent)?(\+envs4)?(\+async)?", label.strip())
     if match is None:
         raise ValueError(f"config label {label!r} is not {LABEL_FORM}")
-    block_t, block_n, warps, lookback, stages, latest, runs, explicit, persistent, envs4 = match.groups()
+    block_t, block_n, warps, lookback, stages, latest, runs, explicit, persistent, envs4, async_walk = match.groups()
     return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1),
                         latest is not None, runs is not None, explicit is not None, int(persistent or 0),
-                        **({"env_runs_of_four": True} if envs4 else {}))  # older kernels' configs lack it
+                        **({"env_runs_of_four": True} if envs4 else {}),  # older kernels' configs lack them
+                        **({"async_walk": True} if async_walk else {}))
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:

@@ -1,6 +1,6 @@
 """Build estimator kernels for sm_90 without a GPU (``test_explicit_layout``; run without
 ``TRITON_INTERPRET``): the explicit-layout twin where the ``LaunchConfig`` says ``explicit_layout``,
-else the Triton kernel in that block shape (rows latest first; thread runs and
+the async-walk twin (with bf16 series) where it says ``async_walk``, else the Triton kernel in that block shape (rows latest first; thread runs and
 ``RUN_SUCCESSORS`` as ``_launch`` would pass them for float32). The JSON argument lists
 ``[estimator, LaunchConfig fields, options]``, the options ``true`` for every optional input
 (``HAS_*``) and ``false`` for none; for each, the PTX's barrier count, the PTX, ``ptxas -v``'s
@@ -20,14 +20,16 @@ from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from kernels import LaunchConfig, _explicit_layout, _launch
+from kernels import LaunchConfig, _async_walk, _explicit_layout, _launch
+from kernels._scan import FLAG_POINTERS
 
-FLAG_POINTERS = ("term_ptr", "trunc_ptr", "done_ptr", "flag_ptr")
 
 
 def kernel_of(estimator: str, config: LaunchConfig):
-    """The kernel a launch in ``config`` runs: the Triton kernel or its explicit-layout twin."""
+    """The kernel a launch in ``config`` runs: the Triton kernel, its explicit-layout or its async-walk twin."""
     kernel = getattr(importlib.import_module(f"kernels.{estimator}"), f"_{estimator}_kernel")
+    if config.async_walk:
+        return _async_walk.TWINS[kernel]
     return _explicit_layout.TWINS[kernel] if config.explicit_layout else kernel
 
 
@@ -54,10 +56,13 @@ def specialisation(kernel, constexprs: dict, float_type: str = "fp32") -> tuple[
 
 
 def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
-    """The kernel as a contiguous float32 ``[T, N]`` launch specialises it (unit environment strides,
-    16-divisible row strides and pointers), reverse where it may be."""
+    """The kernel as a contiguous float32 (async walks: bf16) ``[T, N]`` launch specialises it (unit
+    environment strides, 16-divisible row strides and pointers), reverse where it may be."""
     kernel = kernel_of(estimator, config)
-    if config.explicit_layout:
+    float_type = "bf16" if config.async_walk else "fp32"
+    if config.async_walk:
+        time_threads, source = _async_walk.time_threads(config.block_n, config.num_warps, 2), GluonASTSource
+    elif config.explicit_layout:
         time_threads, source = _explicit_layout.time_threads(config.block_t, config.num_warps), GluonASTSource
     else:
         time_threads, source = _launch.time_threads(config, 4) if config.thread_runs else 1, ASTSource
@@ -67,7 +72,7 @@ def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
                   STARTS_AT=False, REVERSE=True, TIME_THREADS=time_threads, ENV_RUNS_OF_FOUR=config.env_runs_of_four,
                   RUN_SUCCESSORS=_launch.successors_from_runs(config, 4, config.lookback))
     values.update({param.name: options for param in kernel.params if param.name.startswith("HAS_")})
-    signature, constants, attrs = specialisation(kernel, values)
+    signature, constants, attrs = specialisation(kernel, values, float_type)
     compiled = triton.compile(source(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": config.num_warps, "num_stages": config.num_stages})

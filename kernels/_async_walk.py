@@ -1,0 +1,140 @@
+"""Walks fed through shared memory by asynchronous copies (Gluon; ``LaunchConfig.async_walk``).
+
+A walk's program owns ``BLOCK_N`` environments of a ``[T, N]`` rollout and goes through all of time
+in chunks of ``BLOCK_T`` steps, latest first, like the Triton walks (``_scan``). Its layout differs:
+the warps lie side by side along environments, and in each warp every thread holds a run of
+``BLOCK_T / TIME_THREADS`` consecutive steps of one 16-byte vector of environments::
+
+    row i of a chunk = step top - i        thread (j, e) of warp w: rows j * R .. j * R + R - 1,
+                                           environments (w * ENV_THREADS + e) * VEC .. + VEC - 1
+
+so a chunk's reverse scan never leaves its warp: each thread's run, then warp shuffles (no shared
+memory, no barrier), and the carry into the next chunk is the chunk's last row, one shuffle away.
+
+Lanes along time would read global memory in half sectors, a few bytes in flight per thread
+(docs/perf.md, "Explicit-layout walks": 0.65x). Here the inputs come through a ring of
+``NUM_STAGES`` chunks in shared memory: each chunk's rows are copied by ``cp.async`` in a coalesced
+layout (lanes along environments, whole 16-byte vectors), row ``i`` of the chunk's buffer holding
+step ``top - i``, while the program scans the chunk ``NUM_STAGES - 1`` before it; the walk then
+reads the buffer in its own layout, swizzled so that the lanes of one read fall on distinct banks.
+One barrier a chunk: after it, this chunk's copies have landed and every thread has finished with
+the buffer the next copies overwrite.
+
+The copies move whole 16-byte vectors, so every series must have unit environment stride, rows and
+data 16 bytes aligned (row strides a multiple of 16 elements), 16-bit floats and 1-byte flags, and
+``N`` a multiple of 16 (``_launch`` checks, and takes the Triton walk where a problem does not fit).
+
+An estimator with such a kernel registers it as the twin of its Triton kernel (:func:`twin_of`): the
+same arguments, so ``_launch.launch`` takes the twin when the block shape says ``async_walk``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from kernels import _scan
+from kernels._triton import HAVE_GLUON, gl, gluon
+
+if HAVE_GLUON:
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+
+    # Triton 3.6 names them thread_barrier and async_copy_global_to_shared; later ones barrier and async_load.
+    _barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+    _async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+
+TWINS: dict = {}  # Triton kernel -> its async-walk twin
+
+
+def twin_kernel(fn):
+    """``gluon.jit`` for an async-walk twin: coefficients as ``_scan.coefficient_kernel`` takes them, and
+    ``T`` not specialised (``T = 1`` as a constant crashed Triton 3.6's compiler, an LLVM assertion)."""
+    return _scan.coefficient_kernel(fn, lambda f, do_not_specialize: gluon.jit(
+        f, do_not_specialize=[*do_not_specialize, "T"]))
+
+
+def twin_of(kernel):
+    """Register the decorated Gluon kernel as ``kernel``'s async-walk twin."""
+
+    def register(twin):
+        TWINS[kernel] = twin
+        return twin
+
+    return register
+
+
+def time_threads(block_n: int, num_warps: int, itemsize: int) -> int:
+    """Lanes of a warp along time in a walk of ``block_n`` environments on ``num_warps`` warps, each
+    thread one 16-byte vector of ``itemsize``-byte floats: 0 where that does not give whole vectors
+    and a power-of-two number of lanes along environments."""
+    env_threads, remainder = divmod(block_n * itemsize, 16 * num_warps)
+    return 32 // env_threads if not remainder and env_threads and 32 % env_threads == 0 else 0
+
+
+FLOAT_ITEMSIZE = 2  # the copies' layouts are built for 16-bit floats (the walks measured: docs/perf.md)
+FLAG_ITEMSIZE = 1
+
+
+def misfit(arg_names: tuple, args: tuple, N: int) -> Optional[str]:
+    """Why the series among a kernel's arguments (``X_ptr, s_X_t, s_X_n`` triples) cannot be copied as
+    whole 16-byte vectors, or ``None`` if they can; absent series (placeholders with strides 0, 0)
+    are skipped. Float series must hold 16-bit floats, flag series 1-byte flags."""
+    if N % 16:
+        return f"N = {N} is not a multiple of 16"
+    for i, name in enumerate(arg_names[: len(args) - 2]):
+        stem = name.removesuffix("_ptr")
+        if not (name.endswith("_ptr") and tuple(arg_names[i + 1:i + 3]) == (f"s_{stem}_t", f"s_{stem}_n")):
+            continue
+        tensor, stride_t, stride_n = args[i:i + 3]
+        if stride_t == 0 and stride_n == 0:
+            continue
+        flags = name in _scan.FLAG_POINTERS
+        itemsize = FLAG_ITEMSIZE if flags else FLOAT_ITEMSIZE
+        if tensor.element_size() != itemsize:
+            return f"{stem}: {tensor.dtype} is not {'a 1-byte flag' if flags else 'a 16-bit float'} type"
+        if stride_n != 1 or stride_t % 16 or tensor.data_ptr() % 16:
+            return (f"{stem}: rows must be contiguous, 16 elements apart and 16-byte aligned (strides "
+                    f"{stride_t}, {stride_n})")
+    return None
+
+
+@gluon.jit
+def copy_chunk(smem, ptr, top, n0, T, N, stride_t, stride_n, SHIFT: gl.constexpr, LAYOUT: gl.constexpr):
+    """Issue the asynchronous copies of ``ptr[top - i + SHIFT, n0 + j]`` into row ``i``, column ``j``
+    of ``smem`` (``[BLOCK_T, BLOCK_N]``), in ``LAYOUT``; none for steps outside ``[0, T)`` or
+    environments from ``N`` (those elements are never read as data)."""
+    rows = gl.arange(0, smem.shape[0], layout=gl.SliceLayout(1, LAYOUT))
+    n = n0 + gl.arange(0, smem.shape[1], layout=gl.SliceLayout(0, LAYOUT))
+    t = top - rows + SHIFT
+    mask = ((t >= 0) & (t < T))[:, None] & (n < N)[None, :]
+    pointers = ptr + (t.to(gl.int64) * stride_t)[:, None] + (n.to(gl.int64) * stride_n)[None, :]
+    _async_load(smem, pointers, mask=mask)
+
+
+@gluon.jit
+def as_bytes(ptr):
+    """A pointer to 1-byte flags as ``int8`` (bool tensors arrive as 1-bit pointers; their elements
+    are bytes)."""
+    return ptr.to(gl.pointer_type(gl.int8), bitcast=True)
+
+
+@gluon.jit
+def commit():
+    """Close the copies issued since the last commit into one group (one per chunk, even empty)."""
+    async_copy.commit_group()
+
+
+@gluon.jit
+def wait_for_chunk(NUM_STAGES: gl.constexpr):
+    """Wait until this chunk's copies (issued ``NUM_STAGES - 1`` groups ago) have landed, and for every
+    thread to get here: then the chunk is readable, and the buffer read in the previous chunk free."""
+    async_copy.wait_group(NUM_STAGES - 2)
+    _barrier()
+
+
+@gluon.jit
+def last_row(y):
+    """Row ``BLOCK_T - 1`` of a walk tile (a chunk's earliest step) as a ``[BLOCK_N]`` vector: one warp
+    shuffle per value, the chunk's time lying in one warp."""
+    index = gl.full([1, y.shape[1]], y.shape[0] - 1, gl.int32, layout=y.type.layout)
+    return gl.sum(gl.gather(y, index, 0), axis=0)
+
