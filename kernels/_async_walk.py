@@ -24,6 +24,11 @@ The copies move whole 16-byte vectors, so every series must have unit environmen
 data 16 bytes aligned (row strides a multiple of 16 elements), 16-bit floats and 1-byte flags, and
 ``N`` a multiple of 16 (``_launch`` checks, and takes the Triton walk where a problem does not fit).
 
+How deep the ring should be is measured, not derived: on the H200 with Triton 3.6 the same twin ran
+fast at one depth and as slow as the Triton walk at the next, its fast builds taking 167 registers
+and its slow ones 139 (docs/perf.md, "Walks fed through shared memory"); a change to a twin's code
+must measure its depths again.
+
 An estimator with such a kernel registers it as the twin of its Triton kernel (:func:`twin_of`): the
 same arguments, so ``_launch.launch`` takes the twin when the block shape says ``async_walk``.
 """
@@ -70,7 +75,7 @@ def time_threads(block_n: int, num_warps: int, itemsize: int) -> int:
     return 32 // env_threads if not remainder and env_threads and 32 % env_threads == 0 else 0
 
 
-FLOAT_ITEMSIZE = 2  # the copies' layouts are built for 16-bit floats (the walks measured: docs/perf.md)
+FLOAT_ITEMSIZE = 2  # the one float width the walks were measured at (float32 gained nothing: docs/perf.md)
 FLAG_ITEMSIZE = 1
 
 
