@@ -50,21 +50,13 @@ if HAVE_GLUON:
 TWINS: dict = {}  # Triton kernel -> its async-walk twin
 
 
+twin_of = _scan.twin_registrar(TWINS)  # registers the decorated Gluon kernel as an async-walk twin
+
+
 def twin_kernel(fn):
     """``gluon.jit`` for an async-walk twin: coefficients as ``_scan.coefficient_kernel`` takes them, and
     ``T`` not specialised (``T = 1`` as a constant crashed Triton 3.6's compiler, an LLVM assertion)."""
-    return _scan.coefficient_kernel(fn, lambda f, do_not_specialize: gluon.jit(
-        f, do_not_specialize=[*do_not_specialize, "T"]))
-
-
-def twin_of(kernel):
-    """Register the decorated Gluon kernel as ``kernel``'s async-walk twin."""
-
-    def register(twin):
-        TWINS[kernel] = twin
-        return twin
-
-    return register
+    return _scan.coefficient_kernel(fn, gluon.jit, unspecialised=("T",))
 
 
 def time_threads(block_n: int, num_warps: int, itemsize: int) -> int:

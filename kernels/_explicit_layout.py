@@ -29,14 +29,7 @@ from kernels._triton import gl, gluon
 TWINS: dict = {}  # Triton kernel -> its explicit-layout twin
 
 
-def twin_of(kernel):
-    """Register the decorated Gluon kernel as ``kernel``'s explicit-layout twin."""
-
-    def register(twin):
-        TWINS[kernel] = twin
-        return twin
-
-    return register
+twin_of = _scan.twin_registrar(TWINS)  # registers the decorated Gluon kernel as an explicit-layout twin
 
 
 def twin_kernel(fn):

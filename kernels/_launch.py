@@ -17,7 +17,7 @@ from typing import Optional
 
 import torch
 
-from kernels import _async_walk, _explicit_layout, _replay
+from kernels import _async_walk, _explicit_layout, _replay, _scan
 from kernels._direct_launch import DirectLauncher
 from kernels._triton import INTERPRET, runs_gluon, tl, triton
 
@@ -549,7 +549,7 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
 def _async_walk_tile(N: int, itemsize: int, async_walks: tuple) -> Optional[LaunchConfig]:
     """The async-walk tile (``LaunchConfig.async_walk``) of a kernel's 16-bit ``[T, N]`` walk where its
     ``async_walks`` ranges ``(stages, from, to environments)`` hold ``N``: 64 x 64 on four warps. Its
-    buffers take 32 KB of shared memory a stage for GAE, so three stages hold two programs per
+    buffers take 32 KB of shared memory a stage for GAE, so four stages hold one program per
     multiprocessor and two stages three (docs/perf.md, "Walks fed through shared memory")."""
     if itemsize != 2:
         return None
@@ -964,15 +964,9 @@ _LAUNCHERS: dict = {}  # kernel -> its DirectLauncher
 PERSISTENT_TWINS: dict = {}  # kernel -> its persistent twin (``LaunchConfig.persistent``)
 
 
-def persistent_twin_of(kernel):
-    """Register the decorated kernel as ``kernel``'s persistent twin: the same arguments, the look-back
-    tiles walked by ``LaunchConfig.persistent`` programs per multiprocessor."""
-
-    def register(twin):
-        PERSISTENT_TWINS[kernel] = twin
-        return twin
-
-    return register
+# Registers the decorated kernel as a persistent twin: the same arguments, the look-back tiles walked
+# by ``LaunchConfig.persistent`` programs per multiprocessor.
+persistent_twin_of = _scan.twin_registrar(PERSISTENT_TWINS)
 
 
 def _persistent_twin(kernel, time_contiguous: bool, config: LaunchConfig, itemsize: int):

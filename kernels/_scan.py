@@ -65,12 +65,27 @@ def affine_then_with_previous(a1, b1, e1, f1, a2, b2, e2, f2):
     return a2 + b2 * a1, b1 * b2, e2 + f2 * a1, f2 * b1
 
 
-def coefficient_kernel(fn, jit=triton.jit):
+def coefficient_kernel(fn, jit=triton.jit, unspecialised: tuple = ()):
     """``triton.jit`` (or another ``jit``: ``gluon.jit``) for an estimator kernel whose
     ``*_hi``/``*_lo`` arguments carry a coefficient's bits (``_launch.scalars``): they are not
-    specialised on their values, so any coefficient reuses the compiled kernel."""
+    specialised on their values, so any coefficient reuses the compiled kernel; nor are the
+    arguments named in ``unspecialised``."""
     halves = [name for name in inspect.signature(fn).parameters if name.endswith(("_hi", "_lo"))]
-    return jit(fn, do_not_specialize=halves)
+    return jit(fn, do_not_specialize=[*halves, *unspecialised])
+
+
+def twin_registrar(twins: dict):
+    """``twin_of(kernel)``, a decorator that registers the decorated kernel in ``twins`` as
+    ``kernel``'s twin (the same arguments; ``_launch.launch`` takes it where the block shape says)."""
+
+    def twin_of(kernel):
+        def register(twin):
+            twins[kernel] = twin
+            return twin
+
+        return register
+
+    return twin_of
 
 
 @triton.jit

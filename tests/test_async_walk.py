@@ -8,11 +8,7 @@ through shared memory")."""
 from __future__ import annotations
 
 import importlib
-import json
-import os
 import re
-import subprocess
-import sys
 import zlib
 
 import pytest
@@ -23,7 +19,7 @@ from kernels import LaunchConfig, _async_walk, _launch
 from kernels import reference as R
 from kernels._triton import HAVE_GLUON, runs_gluon
 
-from conftest import DEVICE, call, make_inputs, rel_err, to_time_dim1, upcast
+from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, to_time_dim1, upcast
 
 ON_GPU = runs_gluon(torch.device(DEVICE))
 GAE_KERNEL = importlib.import_module("kernels.gae")._gae_kernel
@@ -211,16 +207,9 @@ BUILD_STAGES = (2, 4)
 def sm90_builds():
     """GAE's async-walk twin in the rule's tiles, with and without its optional inputs, built for sm_90 by
     ``sm90_build.py`` in a process of its own; keyed by ``(stages, options)``."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    here = os.path.dirname(os.path.abspath(__file__))
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), env.get("PYTHONPATH", "")])
     jobs = [["gae", [*async_tile(stages).__dict__.values()], options] for stages in BUILD_STAGES
             for options in (False, True)]
-    done = subprocess.run([sys.executable, os.path.join(here, "sm90_build.py"), json.dumps(jobs)],
-                          capture_output=True, text=True, env=env, timeout=1200)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {(LaunchConfig(*fields).num_stages, options): build
-            for _, fields, options, build in json.loads(done.stdout.splitlines()[-1])}
+    return {(LaunchConfig(*fields).num_stages, options): build for _, fields, options, build in built_for_sm90(jobs)}
 
 
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")

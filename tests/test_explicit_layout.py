@@ -6,11 +6,7 @@ without a GPU the reference check is the GPU suite's (docs/perf.md, "Explicit la
 from __future__ import annotations
 
 import importlib
-import json
-import os
 import re
-import subprocess
-import sys
 import zlib
 
 import pytest
@@ -21,7 +17,7 @@ from kernels import LaunchConfig, _explicit_layout, _launch
 from kernels import reference as R
 from kernels._triton import HAVE_GLUON, runs_gluon
 
-from conftest import DEVICE, call, make_inputs, rel_err, upcast
+from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, upcast
 
 ON_GPU = runs_gluon(torch.device(DEVICE))
 
@@ -238,18 +234,11 @@ def sm90_builds():
     optional inputs, and the Triton tiles of ``RUN_SUCCESSOR_BUILDS``, built for sm_90 by
     ``sm90_build.py`` in a process of its own (the interpreter, on here without a GPU, replaces the
     functions the compiler needs). Keyed by ``(op, LaunchConfig, options)``."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    here = os.path.dirname(os.path.abspath(__file__))
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), env.get("PYTHONPATH", "")])
     jobs = [[op, [*explicit(T, N, op=op).__dict__.values()], options]
             for op, T, N in BUILD_CASES for options in (False, True)]
     jobs += [[op, [*config.__dict__.values()], False]
              for op, config in SUCCESSOR_BUILDS + RUN_SUCCESSOR_BUILDS + FAST_EXP_BUILDS + FOUR_ENV_BUILDS]
-    done = subprocess.run([sys.executable, os.path.join(here, "sm90_build.py"), json.dumps(jobs)],
-                          capture_output=True, text=True, env=env, timeout=1200)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {(op, LaunchConfig(*fields), options): build for op, fields, options, build in
-            json.loads(done.stdout.splitlines()[-1])}
+    return {(op, LaunchConfig(*fields), options): build for op, fields, options, build in built_for_sm90(jobs)}
 
 
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
