@@ -24,13 +24,19 @@ The copies move whole 16-byte vectors, so every series must have unit environmen
 data 16 bytes aligned (row strides a multiple of 16 elements), 16-bit floats and 1-byte flags, and
 ``N`` a multiple of 16 (``_launch`` checks, and takes the Triton walk where a problem does not fit).
 
-How deep the ring should be is measured, not derived: on the H200 with Triton 3.6 the same twin ran
-fast at one depth and as slow as the Triton walk at the next, its fast builds taking 167 registers
-and its slow ones 139 (docs/perf.md, "Walks fed through shared memory"); a change to a twin's code
-must measure its depths again.
+How deep the ring should be, and how long a chunk, is measured, not derived: on the H200 with Triton
+3.6 GAE's twin ran fast at one depth and as slow as the Triton walk at the next, its fast builds taking
+167 registers and its slow ones 139 (docs/perf.md, "Walks fed through shared memory"), and discounted
+returns' twin, which copies the same bytes as lambda returns', ran slower than its Triton walk at 8192
+environments at every depth of 64-step chunks and 1.49x faster in 128-step ones ("Async walks for
+lambda returns, discounted returns and Retrace"); a change to a twin's code must measure its tiles
+again.
 
 An estimator with such a kernel registers it as the twin of its Triton kernel (:func:`twin_of`): the
-same arguments, so ``_launch.launch`` takes the twin when the block shape says ``async_walk``.
+same arguments, so ``_launch.launch`` takes the twin when the block shape says ``async_walk``. A twin
+allocates a :func:`ring` per series, issues each chunk's :func:`copy_chunk` calls and :func:`commit`,
+waits with :func:`wait_for_chunk`, reads its buffers in :func:`walk_layout`, scans each chunk in its
+warps (``_explicit_layout.scan_tile``) and carries the chunk's :func:`last_row` into the next.
 """
 
 from __future__ import annotations
@@ -94,24 +100,46 @@ def misfit(arg_names: tuple, args: tuple, N: int) -> Optional[str]:
     return None
 
 
+@gluon.constexpr_function
+def walk_layout(floats, block_t: int, time_threads: int, num_warps: int):
+    """The walk's layout of a ``[block_t, BLOCK_N]`` chunk of ``floats`` (module docstring): in each
+    warp ``time_threads`` lanes along time, each a run of ``block_t / time_threads`` steps of one
+    16-byte vector of environments; the warps side by side along environments."""
+    vec = 128 // floats.primitive_bitwidth
+    return gl.BlockedLayout([block_t // time_threads, vec], [time_threads, 32 // time_threads], [1, num_warps],
+                            [1, 0])
+
+
 @gluon.jit
-def copy_chunk(smem, ptr, top, n0, T, N, stride_t, stride_n, SHIFT: gl.constexpr, LAYOUT: gl.constexpr):
+def ring(dtype: gl.constexpr, NUM_STAGES: gl.constexpr, BLOCK_T: gl.constexpr, BLOCK_N: gl.constexpr,
+         TIME_THREADS: gl.constexpr):
+    """``NUM_STAGES`` chunk buffers ``[BLOCK_T, BLOCK_N]`` of ``dtype`` in shared memory, in 16-byte
+    vectors along environments. A walk's read puts lanes ``j = 0, 1, ...`` on rows ``j * STEPS + s``
+    (``STEPS = BLOCK_T / TIME_THREADS``): one swizzle phase per run of ``STEPS`` rows keeps them on
+    distinct 16-byte columns."""
+    VEC: gl.constexpr = min(128 // dtype.primitive_bitwidth, BLOCK_N)
+    SWIZZLED: gl.constexpr = gl.SwizzledSharedLayout(VEC, BLOCK_T // TIME_THREADS, max(1, min(8, BLOCK_N // VEC)),
+                                                     [1, 0])
+    return gl.allocate_shared_memory(dtype, [NUM_STAGES, BLOCK_T, BLOCK_N], SWIZZLED)
+
+
+@gluon.jit
+def copy_chunk(smem, ptr, top, n0, T, N, stride_t, stride_n, SHIFT: gl.constexpr = 0):
     """Issue the asynchronous copies of ``ptr[top - i + SHIFT, n0 + j]`` into row ``i``, column ``j``
-    of ``smem`` (``[BLOCK_T, BLOCK_N]``), in ``LAYOUT``; none for steps outside ``[0, T)`` or
+    of ``smem`` (a ``[BLOCK_T, BLOCK_N]`` buffer of a :func:`ring`; flags, bool or byte, as bytes),
+    lanes along environments, one 16-byte vector each; none for steps outside ``[0, T)`` or
     environments from ``N`` (those elements are never read as data)."""
-    rows = gl.arange(0, smem.shape[0], layout=gl.SliceLayout(1, LAYOUT))
-    n = n0 + gl.arange(0, smem.shape[1], layout=gl.SliceLayout(0, LAYOUT))
+    VEC: gl.constexpr = min(128 // smem.dtype.primitive_bitwidth, smem.shape[1])
+    LANES: gl.constexpr = min(32, smem.shape[1] // VEC)
+    COPY: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // LANES, LANES], [gl.num_warps(), 1], [1, 0])
+    rows = gl.arange(0, smem.shape[0], layout=gl.SliceLayout(1, COPY))
+    n = n0 + gl.arange(0, smem.shape[1], layout=gl.SliceLayout(0, COPY))
     t = top - rows + SHIFT
     mask = ((t >= 0) & (t < T))[:, None] & (n < N)[None, :]
-    pointers = ptr + (t.to(gl.int64) * stride_t)[:, None] + (n.to(gl.int64) * stride_n)[None, :]
+    # bool tensors arrive as 1-bit pointers; their elements are bytes
+    source = ptr.to(gl.pointer_type(smem.dtype), bitcast=True)
+    pointers = source + (t.to(gl.int64) * stride_t)[:, None] + (n.to(gl.int64) * stride_n)[None, :]
     _async_load(smem, pointers, mask=mask)
-
-
-@gluon.jit
-def as_bytes(ptr):
-    """A pointer to 1-byte flags as ``int8`` (bool tensors arrive as 1-bit pointers; their elements
-    are bytes)."""
-    return ptr.to(gl.pointer_type(gl.int8), bitcast=True)
 
 
 @gluon.jit

@@ -225,9 +225,9 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     warps: for kernels whose 16-bit ``[T, N]`` walks up to ``FOUR_ENV_WALKS_UP_TO`` elements measured
     faster in 64 x 32 tiles on that many warps four environments per thread (lambda returns four,
     discounted returns two; docs/perf.md, "The bf16 walks four environments per thread");
-    ``async_walks``, ``((stages, from, to environments), ...)``: for kernels with an async-walk twin
-    (``kernels._async_walk``; the caller says whether it can run: ``estimator_config``), the ranges
-    of environments whose 16-bit ``[T, N]`` walks take it (:func:`_async_walk_tile`).
+    ``async_walks``, ``((block_t, block_n, stages, from, to environments), ...)``: for kernels with an
+    async-walk twin (``kernels._async_walk``; the caller says whether it can run: ``estimator_config``), the ranges
+    of environments whose 16-bit ``[T, N]`` walks take it, in which tile (:func:`_async_walk_tile`).
 
     * ``[N, T]``, T <= 256: short contiguous rows of a few environments, one warp per program, or
       one warp per environment in 128-step rows (whose steps then exchange values by shuffles);
@@ -272,7 +272,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for short sequences, and
       bf16 tiles"); 16-bit floats with ``light_steps``: 128 x 32 on two warps (docs/perf.md, "The
       light kernels' bf16 walks"). 16-bit floats with ``async_walks``, in their ranges of environments:
-      the async-walk twin, 64 x 64 on four warps (:func:`_async_walk_tile`).
+      the async-walk twin on four warps (:func:`_async_walk_tile`).
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``
       (where its persistent look-back tiles do not take them): walks three chunks deep in thread
       runs, 64 x 16 on four warps (docs/perf.md, "Look-back tiles for short sequences, and bf16
@@ -547,15 +547,18 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
 
 
 def _async_walk_tile(N: int, itemsize: int, async_walks: tuple) -> Optional[LaunchConfig]:
-    """The async-walk tile (``LaunchConfig.async_walk``) of a kernel's 16-bit ``[T, N]`` walk where its
-    ``async_walks`` ranges ``(stages, from, to environments)`` hold ``N``: 64 x 64 on four warps. Its
-    buffers take 32 KB of shared memory a stage for GAE, so four stages hold one program per
-    multiprocessor and two stages three (docs/perf.md, "Walks fed through shared memory")."""
+    """The async-walk tile (``LaunchConfig.async_walk``) of a kernel's 16-bit ``[T, N]`` walk where one of
+    its ``async_walks`` ranges ``(block_t, block_n, stages, from, to environments)`` holds ``N``:
+    ``block_t`` steps by ``block_n`` environments on four warps, ``stages`` chunks in shared memory. The
+    ranges follow the programs per multiprocessor a depth leaves room for (GAE's buffers take 32 KB a
+    stage in 64 x 64 tiles: four stages hold one program per multiprocessor, two stages three), but which
+    tile and depth run fast is measured (docs/perf.md, "Walks fed through shared memory", "Async walks
+    for lambda returns, discounted returns and Retrace")."""
     if itemsize != 2:
         return None
-    for stages, first, last in async_walks:
+    for block_t, block_n, stages, first, last in async_walks:
         if first <= N <= last:
-            return LaunchConfig(64, 64, num_warps=4, num_stages=stages, async_walk=True)
+            return LaunchConfig(block_t, block_n, num_warps=4, num_stages=stages, async_walk=True)
     return None
 
 

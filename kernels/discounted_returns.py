@@ -16,11 +16,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _explicit_layout, _scan, reference
+from kernels import _async_walk, _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
 from kernels._replay import replayable
-from kernels._triton import gl, runs_triton, tl, triton
+from kernels._triton import gl, gluon, runs_triton, tl, triton
 
 # Long [N, T] walks over many environments run faster unpipelined (_launch.choose_config).
 PIPELINED_WALKS = False
@@ -44,18 +44,30 @@ UNALIGNED_LOOK_BACK_TILE = (256, 16, 4, 4096)
 # by persistent programs (block_t, block_n, warps, programs per multiprocessor, from, below this many
 # environments) (_launch._persistent_look_back_tile).
 PERSISTENT_LOOK_BACK_TILE = (128, 32, 4, 2, 512, 3840)
+# 16-bit [T, N] sequences of more than 256 steps in 16-aligned rows: walks fed through shared memory
+# (_async_walk) on four warps, (steps, environments a program, stages, from, to environments): 128 x 64 in
+# three stages while the programs take one per multiprocessor of the H200 (64 x 64 ran slower than the
+# Triton walk there at every depth), 64 x 128 in three while they take one, 64 x 64 in two up to three per
+# multiprocessor, 64 x 128 in two up to two (_launch._async_walk_tile).
+ASYNC_WALKS = ((128, 64, 3, 8192, 8448), (64, 128, 3, 9216, 16896), (64, 64, 2, 16897, 25344),
+               (64, 128, 2, 25345, 33792))
 
 
 @triton.jit
-def _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC: tl.constexpr):
+def _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC: tl.constexpr,
+                              MASKED: tl.constexpr = True):
     """``(alpha, beta)`` of a tile (module docstring; ``v_after`` and ``truncated`` only with
-    ``HAS_TRUNC``); the identity ``(0, 1)`` where masked."""
+    ``HAS_TRUNC``); the identity ``(0, 1)`` where masked (not ``MASKED``: ``mask`` is ignored, for
+    tiles whose masked elements reach only masked outputs)."""
     done = terminated
     alpha = r
     if HAS_TRUNC:
         done = done | truncated
         alpha = alpha + tl.where(truncated & ~terminated, gamma * v_after, 0.0)
-    return tl.where(mask, alpha, 0.0), tl.where(mask, tl.where(done, 0.0, gamma), 1.0)
+    beta = tl.where(done, 0.0, gamma)
+    if not MASKED:
+        return alpha, beta
+    return tl.where(mask, alpha, 0.0), tl.where(mask, beta, 1.0)
 
 
 @_scan.coefficient_kernel
@@ -273,6 +285,115 @@ def _discounted_returns_explicit_kernel(
     alpha, beta = _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC)
     g, b = _explicit_layout.scan_tile(alpha, beta)
     _scan.store_tile(out_ptr, g + b * g_end[None, :], t, n, s_out_t, s_out_n, mask)
+
+
+@gluon.jit
+def _discounted_returns_async_copies(r_s, nv_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr,
+                                     s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, chunk, n0, T, N,
+                                     HAS_TRUNC: gl.constexpr, BLOCK_T: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """Issue the copies of walk chunk ``chunk`` into its buffers (``r``, ``V'`` with truncations, the
+    flags) as one group; an empty group past the last chunk."""
+    if chunk < gl.cdiv(T, BLOCK_T):
+        stage = chunk % NUM_STAGES
+        top = T - 1 - chunk * BLOCK_T
+        _async_walk.copy_chunk(r_s.index(stage), r_ptr, top, n0, T, N, s_r_t, s_r_n)
+        if HAS_TRUNC:
+            _async_walk.copy_chunk(nv_s.index(stage), nv_ptr, top, n0, T, N, s_nv_t, s_nv_n)
+        _async_walk.copy_chunk(term_s.index(stage), term_ptr, top, n0, T, N, s_term_t, s_term_n)
+        if HAS_TRUNC:
+            _async_walk.copy_chunk(trunc_s.index(stage), trunc_ptr, top, n0, T, N, s_trunc_t, s_trunc_n)
+    _async_walk.commit()
+
+
+@_async_walk.twin_of(_discounted_returns_kernel)
+@_async_walk.twin_kernel
+def _discounted_returns_async_walk_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    HAS_BOOT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_discounted_returns_kernel`` as a walk fed through shared memory (``_async_walk``): each
+    chunk's inputs are copied ``NUM_STAGES - 1`` chunks ahead, then read in the walk's layout and
+    scanned in each warp."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    FLOATS: gl.constexpr = r_ptr.dtype.element_ty
+    WALK: gl.constexpr = _async_walk.walk_layout(FLOATS, BLOCK_T, TIME_THREADS, gl.num_warps())
+    r_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    if HAS_TRUNC:
+        nv_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    else:  # never copied into nor read
+        nv_s = r_s
+    term_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    if HAS_TRUNC:
+        trunc_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    else:
+        trunc_s = term_s
+    n0 = gl.program_id(0) * BLOCK_N
+    for ahead in gl.static_range(NUM_STAGES - 1):
+        _discounted_returns_async_copies(r_s, nv_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr,
+                                         s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, ahead, n0, T, N,
+                                         HAS_TRUNC, BLOCK_T, NUM_STAGES)
+    rows = gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, WALK))
+    n = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, WALK))
+    n_ok = n < N
+    if HAS_BOOT:
+        carry = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+    elif HAS_NEXT:
+        carry = _explicit_layout.load_step(nv_ptr, T - 1, s_nv_t, n, s_nv_n, n_ok, ACC)
+    else:
+        carry = gl.zeros([BLOCK_N], ACC, layout=gl.SliceLayout(0, WALK))
+    for chunk in range(0, gl.cdiv(T, BLOCK_T)):
+        _async_walk.wait_for_chunk(NUM_STAGES)
+        _discounted_returns_async_copies(r_s, nv_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr,
+                                         s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n,
+                                         chunk + NUM_STAGES - 1, n0, T, N, HAS_TRUNC, BLOCK_T, NUM_STAGES)
+        stage = chunk % NUM_STAGES
+        r = r_s.index(stage).load(WALK).to(ACC)
+        terminated = term_s.index(stage).load(WALK) != 0
+        truncated = terminated
+        v_after = r
+        if HAS_TRUNC:
+            truncated = trunc_s.index(stage).load(WALK) != 0
+            v_after = nv_s.index(stage).load(WALK).to(ACC)
+        t = T - 1 - chunk * BLOCK_T - rows
+        mask = (t >= 0)[:, None] & n_ok[None, :]
+        # Rows before step 0 come last in a chunk, after every real row in scan order: left unmasked.
+        alpha, beta = _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC, False)
+        A, B = _explicit_layout.scan_tile(alpha, beta)
+        g = A + B * carry[None, :]
+        carry = _async_walk.last_row(g)
+        _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 
 def validate(

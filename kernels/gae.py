@@ -50,10 +50,12 @@ UNALIGNED_WHOLE_TILES = ((90, 4096, 4), (256, 0, 8))
 # environments) (_launch._persistent_look_back_tile).
 PERSISTENT_LOOK_BACK_TILE = (128, 32, 4, 2, 512, 3840)
 # 16-bit [T, N] sequences of more than 256 steps in 16-aligned rows: walks fed through shared memory
-# (_async_walk), 64 x 64 on four warps, (stages, from, to environments): four stages while the
-# programs take one per multiprocessor of the H200 (at most 132), two from 199 to 396 programs
-# (_launch._async_walk_tile).
-ASYNC_WALKS = ((4, 8192, 8448), (2, 12673, 25344))
+# (_async_walk) on four warps, (steps, environments a program, stages, from, to environments): 64 x 64 in
+# four stages while the programs take one per multiprocessor of the H200 (at most 132), 64 x 128 in three
+# from 72 to 99 programs, 64 x 64 in two from 199 to 396 programs, 64 x 128 in three again from 199 to
+# 264 (_launch._async_walk_tile).
+ASYNC_WALKS = ((64, 64, 4, 8192, 8448), (64, 128, 3, 9216, 12672), (64, 64, 2, 12673, 25344),
+               (64, 128, 3, 25345, 33792))
 
 
 @triton.jit
@@ -327,23 +329,21 @@ def _gae_explicit_kernel(
 def _gae_async_copies(r_s, v_s, after_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t,
                       s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, chunk, n0, T, N,
                       HAS_TRUNC: gl.constexpr, HAS_NEXT: gl.constexpr, BLOCK_T: gl.constexpr,
-                      NUM_STAGES: gl.constexpr, FLOAT_COPY: gl.constexpr, FLAG_COPY: gl.constexpr):
+                      NUM_STAGES: gl.constexpr):
     """Issue the copies of walk chunk ``chunk`` into its buffers (``r``, ``v``, ``v'``: ``next_values``
     or ``v`` one step later, the flags) as one group; an empty group past the last chunk."""
     if chunk < gl.cdiv(T, BLOCK_T):
         stage = chunk % NUM_STAGES
         top = T - 1 - chunk * BLOCK_T
-        _async_walk.copy_chunk(r_s.index(stage), r_ptr, top, n0, T, N, s_r_t, s_r_n, 0, FLOAT_COPY)
-        _async_walk.copy_chunk(v_s.index(stage), v_ptr, top, n0, T, N, s_v_t, s_v_n, 0, FLOAT_COPY)
+        _async_walk.copy_chunk(r_s.index(stage), r_ptr, top, n0, T, N, s_r_t, s_r_n)
+        _async_walk.copy_chunk(v_s.index(stage), v_ptr, top, n0, T, N, s_v_t, s_v_n)
         if HAS_NEXT:
-            _async_walk.copy_chunk(after_s.index(stage), nv_ptr, top, n0, T, N, s_nv_t, s_nv_n, 0, FLOAT_COPY)
+            _async_walk.copy_chunk(after_s.index(stage), nv_ptr, top, n0, T, N, s_nv_t, s_nv_n)
         else:
-            _async_walk.copy_chunk(after_s.index(stage), v_ptr, top, n0, T, N, s_v_t, s_v_n, 1, FLOAT_COPY)
-        _async_walk.copy_chunk(term_s.index(stage), _async_walk.as_bytes(term_ptr), top, n0, T, N, s_term_t,
-                               s_term_n, 0, FLAG_COPY)
+            _async_walk.copy_chunk(after_s.index(stage), v_ptr, top, n0, T, N, s_v_t, s_v_n, 1)
+        _async_walk.copy_chunk(term_s.index(stage), term_ptr, top, n0, T, N, s_term_t, s_term_n)
         if HAS_TRUNC:
-            _async_walk.copy_chunk(trunc_s.index(stage), _async_walk.as_bytes(trunc_ptr), top, n0, T, N, s_trunc_t,
-                                   s_trunc_n, 0, FLAG_COPY)
+            _async_walk.copy_chunk(trunc_s.index(stage), trunc_ptr, top, n0, T, N, s_trunc_t, s_trunc_n)
     _async_walk.commit()
 
 
@@ -396,31 +396,18 @@ def _gae_async_walk_kernel(
     copied ``NUM_STAGES - 1`` chunks ahead, then read in the walk's layout and scanned in each warp."""
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
-    WARPS: gl.constexpr = gl.num_warps()
     FLOATS: gl.constexpr = r_ptr.dtype.element_ty
-    VEC: gl.constexpr = 128 // FLOATS.primitive_bitwidth  # one 16-byte vector per thread
-    STEPS: gl.constexpr = BLOCK_T // TIME_THREADS
-    WALK: gl.constexpr = gl.BlockedLayout([STEPS, VEC], [TIME_THREADS, 32 // TIME_THREADS], [1, WARPS], [1, 0])
-    FLOAT_LANES: gl.constexpr = min(32, BLOCK_N // VEC)
-    FLOAT_COPY: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // FLOAT_LANES, FLOAT_LANES], [WARPS, 1], [1, 0])
-    FLAG_VEC: gl.constexpr = min(16, BLOCK_N)
-    FLAG_LANES: gl.constexpr = min(32, BLOCK_N // FLAG_VEC)
-    FLAG_COPY: gl.constexpr = gl.BlockedLayout([1, FLAG_VEC], [32 // FLAG_LANES, FLAG_LANES], [WARPS, 1], [1, 0])
-    # A read puts lanes j = 0, 1, ... on rows j * STEPS + s: one swizzle phase per run of STEPS rows keeps
-    # them on distinct 16-byte columns.
-    FLOAT_SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, STEPS, min(8, BLOCK_N // VEC), [1, 0])
-    FLAG_SMEM: gl.constexpr = gl.SwizzledSharedLayout(FLAG_VEC, STEPS, max(1, min(8, BLOCK_N // FLAG_VEC)), [1, 0])
-    r_s = gl.allocate_shared_memory(FLOATS, [NUM_STAGES, BLOCK_T, BLOCK_N], FLOAT_SMEM)
-    v_s = gl.allocate_shared_memory(FLOATS, [NUM_STAGES, BLOCK_T, BLOCK_N], FLOAT_SMEM)
-    after_s = gl.allocate_shared_memory(FLOATS, [NUM_STAGES, BLOCK_T, BLOCK_N], FLOAT_SMEM)
-    term_s = gl.allocate_shared_memory(gl.int8, [NUM_STAGES, BLOCK_T, BLOCK_N], FLAG_SMEM)
-    trunc_s = gl.allocate_shared_memory(gl.int8, [NUM_STAGES if HAS_TRUNC else 1, BLOCK_T, BLOCK_N], FLAG_SMEM)
-
+    WALK: gl.constexpr = _async_walk.walk_layout(FLOATS, BLOCK_T, TIME_THREADS, gl.num_warps())
+    r_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    v_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    after_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    term_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    trunc_s = _async_walk.ring(gl.int8, NUM_STAGES if HAS_TRUNC else 1, BLOCK_T, BLOCK_N, TIME_THREADS)
     n0 = gl.program_id(0) * BLOCK_N
     for ahead in gl.static_range(NUM_STAGES - 1):
         _gae_async_copies(r_s, v_s, after_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr,
                           s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, ahead, n0, T,
-                          N, HAS_TRUNC, HAS_NEXT, BLOCK_T, NUM_STAGES, FLOAT_COPY, FLAG_COPY)
+                          N, HAS_TRUNC, HAS_NEXT, BLOCK_T, NUM_STAGES)
     rows = gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, WALK))
     n = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, WALK))
     n_ok = n < N
@@ -431,8 +418,7 @@ def _gae_async_walk_kernel(
         _async_walk.wait_for_chunk(NUM_STAGES)
         _gae_async_copies(r_s, v_s, after_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr,
                           s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n,
-                          chunk + NUM_STAGES - 1, n0, T, N, HAS_TRUNC, HAS_NEXT, BLOCK_T, NUM_STAGES, FLOAT_COPY,
-                          FLAG_COPY)
+                          chunk + NUM_STAGES - 1, n0, T, N, HAS_TRUNC, HAS_NEXT, BLOCK_T, NUM_STAGES)
         stage = chunk % NUM_STAGES
         r = r_s.index(stage).load(WALK).to(ACC)
         v = v_s.index(stage).load(WALK).to(ACC)

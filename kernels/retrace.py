@@ -19,11 +19,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _explicit_layout, _scan, reference
+from kernels import _async_walk, _explicit_layout, _scan, reference
 from kernels._args import Batch, check_scalar
 from kernels._launch import LaunchConfig, launch, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl, triton
+from kernels._triton import gl, gluon, runs_triton, tl, triton
 
 # Reverse walks hold each [T, N] tile's steps latest first (_launch.choose_config).
 LATEST_FIRST = True
@@ -52,14 +52,24 @@ UNALIGNED_WHOLE_TILES = ((128, 0, 8), (256, 0, 8))
 # Float32 [T, N] sequences of more than 256 steps in rows not 16 elements apart take this look-back tile in
 # thread runs from 512 environments, (block_t, block_n, warps, below this many) (_launch._unaligned_look_back_tile).
 UNALIGNED_LOOK_BACK_TILE = (128, 32, 4, 4096)
+# 16-bit [T, N] sequences of more than 256 steps in 16-aligned rows: walks fed through shared memory
+# (_async_walk) on four warps, (steps, environments a program, stages, from, to environments): 64 x 64 in
+# three stages while the programs take one per multiprocessor of the H200, in two up to two per
+# multiprocessor, in three again from 265 to 396 programs, in two from 397 to 528 (_launch._async_walk_tile).
+ASYNC_WALKS = ((64, 64, 3, 8192, 8448), (64, 64, 2, 8449, 16896), (64, 64, 3, 16897, 25344),
+               (64, 64, 2, 25345, 33792))
 
 
 @triton.jit
-def _retrace_pairs(r, q, expected_next_q, rho_succ, terminated, done, mask, not_last, gamma, lam, c_bar):
-    """``(alpha, beta)`` of a tile (module docstring) from ``rho_{t+1}``; the identity ``(0, 1)`` where masked."""
-    alpha = tl.where(mask, r + gamma * tl.where(terminated, 0.0, expected_next_q) - q, 0.0)
+def _retrace_pairs(r, q, expected_next_q, rho_succ, terminated, done, mask, not_last, gamma, lam, c_bar,
+                   MASKED: tl.constexpr = True):
+    """``(alpha, beta)`` of a tile (module docstring) from ``rho_{t+1}``; the identity ``(0, 1)`` where masked
+    (not ``MASKED``: ``mask`` is ignored, for tiles whose masked elements reach only masked outputs)."""
+    alpha = r + gamma * tl.where(terminated, 0.0, expected_next_q) - q
     trace = tl.where(not_last & ~done, gamma * lam * tl.minimum(rho_succ, c_bar), 0.0)
-    return alpha, tl.where(mask, trace, 1.0)
+    if not MASKED:
+        return alpha, trace
+    return tl.where(mask, alpha, 0.0), tl.where(mask, trace, 1.0)
 
 
 @_scan.coefficient_kernel
@@ -203,6 +213,122 @@ def _retrace_explicit_kernel(
                                  gamma, lam, c_bar)
     d, _ = _explicit_layout.scan_tile(alpha, beta)
     _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
+
+
+@gluon.jit
+def _retrace_async_copies(r_s, q_s, eq_s, lr_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr,
+                          s_eq_t, s_eq_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t,
+                          s_trunc_n, chunk, n0, T, N, HAS_TRUNC: gl.constexpr, BLOCK_T: gl.constexpr,
+                          NUM_STAGES: gl.constexpr):
+    """Issue the copies of walk chunk ``chunk`` into its buffers (``r``, ``Q``, ``expected_next_q``,
+    ``log_rhos`` one step later, the flags) as one group; an empty group past the last chunk."""
+    if chunk < gl.cdiv(T, BLOCK_T):
+        stage = chunk % NUM_STAGES
+        top = T - 1 - chunk * BLOCK_T
+        _async_walk.copy_chunk(r_s.index(stage), r_ptr, top, n0, T, N, s_r_t, s_r_n)
+        _async_walk.copy_chunk(q_s.index(stage), q_ptr, top, n0, T, N, s_q_t, s_q_n)
+        _async_walk.copy_chunk(eq_s.index(stage), eq_ptr, top, n0, T, N, s_eq_t, s_eq_n)
+        _async_walk.copy_chunk(lr_s.index(stage), lr_ptr, top, n0, T, N, s_lr_t, s_lr_n, 1)
+        _async_walk.copy_chunk(term_s.index(stage), term_ptr, top, n0, T, N, s_term_t, s_term_n)
+        if HAS_TRUNC:
+            _async_walk.copy_chunk(trunc_s.index(stage), trunc_ptr, top, n0, T, N, s_trunc_t, s_trunc_n)
+    _async_walk.commit()
+
+
+@_async_walk.twin_of(_retrace_kernel)
+@_async_walk.twin_kernel
+def _retrace_async_walk_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    q_ptr,
+    s_q_t,
+    s_q_n,
+    eq_ptr,
+    s_eq_t,
+    s_eq_n,
+    lr_ptr,
+    s_lr_t,
+    s_lr_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    out_ptr,
+    s_out_t,
+    s_out_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    c_bar_hi,
+    c_bar_lo,
+    HAS_TRUNC: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_retrace_kernel`` as a walk fed through shared memory (``_async_walk``): each chunk's inputs are
+    copied ``NUM_STAGES - 1`` chunks ahead, ``log_rhos`` as ``log rho_{t+1}`` in row ``t``'s place, then
+    read in the walk's layout and scanned in each warp."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
+    FLOATS: gl.constexpr = r_ptr.dtype.element_ty
+    WALK: gl.constexpr = _async_walk.walk_layout(FLOATS, BLOCK_T, TIME_THREADS, gl.num_warps())
+    r_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    q_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    eq_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    lr_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    term_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    if HAS_TRUNC:
+        trunc_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    else:
+        trunc_s = term_s  # never copied into nor read
+    n0 = gl.program_id(0) * BLOCK_N
+    for ahead in gl.static_range(NUM_STAGES - 1):
+        _retrace_async_copies(r_s, q_s, eq_s, lr_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr,
+                              s_eq_t, s_eq_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr,
+                              s_trunc_t, s_trunc_n, ahead, n0, T, N, HAS_TRUNC, BLOCK_T, NUM_STAGES)
+    rows = gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, WALK))
+    n = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, WALK))
+    n_ok = n < N
+    carry = gl.zeros([BLOCK_N], ACC, layout=gl.SliceLayout(0, WALK))  # D_T = 0
+    for chunk in range(0, gl.cdiv(T, BLOCK_T)):
+        _async_walk.wait_for_chunk(NUM_STAGES)
+        _retrace_async_copies(r_s, q_s, eq_s, lr_s, term_s, trunc_s, r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr,
+                              s_eq_t, s_eq_n, lr_ptr, s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr,
+                              s_trunc_t, s_trunc_n, chunk + NUM_STAGES - 1, n0, T, N, HAS_TRUNC, BLOCK_T, NUM_STAGES)
+        stage = chunk % NUM_STAGES
+        r = r_s.index(stage).load(WALK).to(ACC)
+        q = q_s.index(stage).load(WALK).to(ACC)
+        expected_next_q = eq_s.index(stage).load(WALK).to(ACC)
+        log_rho_succ = lr_s.index(stage).load(WALK).to(ACC)  # not copied at T - 1: not_last discards it
+        terminated = term_s.index(stage).load(WALK) != 0
+        done = terminated
+        if HAS_TRUNC:
+            done = done | (trunc_s.index(stage).load(WALK) != 0)
+        t = T - 1 - chunk * BLOCK_T - rows
+        mask = (t >= 0)[:, None] & n_ok[None, :]
+        not_last = (t < T - 1)[:, None]
+        # Rows before step 0 come last in a chunk, after every real row in scan order: left unmasked.
+        alpha, beta = _retrace_pairs(r, q, expected_next_q, tl.exp(log_rho_succ), terminated, done, mask, not_last,
+                                     gamma, lam, c_bar, False)
+        A, B = _explicit_layout.scan_tile(alpha, beta)
+        d = A + B * carry[None, :]
+        carry = _async_walk.last_row(d)
+        _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 
 def validate(

@@ -1,9 +1,10 @@
-"""GAE's async-walk twin (``kernels._async_walk``, Gluon: a walk fed through shared memory by
-asynchronous copies): the rule that picks it, the inputs its copies can move, its errors, its build
-for sm_90 (no GPU needed: Triton's own compiler and ``ptxas``), and on a GPU its outputs against the
-float64 reference, with the Triton walk taking the problems it cannot copy. The interpreter cannot
-run Gluon kernels, so without a GPU the reference check is the GPU suite's (docs/perf.md, "Walks fed
-through shared memory")."""
+"""The async-walk twins of GAE, Retrace, lambda and discounted returns (``kernels._async_walk``, Gluon:
+walks fed through shared memory by asynchronous copies): the rules that pick them, the inputs their
+copies can move, their errors, their builds for sm_90 (no GPU needed: Triton's own compiler and
+``ptxas``), and on a GPU their outputs against the float64 reference, with the Triton walks taking
+the problems they cannot copy. The interpreter cannot run Gluon kernels, so without a GPU the
+reference check is the GPU suite's (docs/perf.md, "Walks fed through shared memory", "Async walks
+for lambda returns, discounted returns and Retrace")."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, to_time
 
 ON_GPU = runs_gluon(torch.device(DEVICE))
 GAE_KERNEL = importlib.import_module("kernels.gae")._gae_kernel
+ASYNC_OPS = ("gae", "lambda_returns", "discounted_returns", "retrace")  # the estimators with an async-walk twin
+RULED_OPS = tuple(op for op in ASYNC_OPS if _launch.kernel_traits(op)["async_walks"])  # twins their rules take
 
 
 @pytest.fixture
@@ -41,40 +44,78 @@ def walk(T: int, N: int, itemsize: int = 2, aligned_rows: bool = True, op: str =
     return _launch.choose_config(T, N, False, itemsize=itemsize, aligned_rows=aligned_rows, **traits)
 
 
-def async_tile(stages: int) -> LaunchConfig:
-    return LaunchConfig(64, 64, 4, num_stages=stages, latest_first=True, async_walk=True)
+def async_tile(stages: int, block_n: int = 64, block_t: int = 64) -> LaunchConfig:
+    return LaunchConfig(block_t, block_n, 4, num_stages=stages, latest_first=True, async_walk=True)
 
 
-@pytest.mark.parametrize("T,N,stages", [(4096, 8192, 4), (300, 8448, 4), (2048, 12688, 2), (1024, 16384, 2),
-                                        (5000, 20480, 2), (1000, 25344, 2)])
-def test_gae_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, stages):
-    """16-bit GAE ``[T, N]`` walks of more than 256 steps in 16-aligned rows: four stages while the
-    64-environment programs take one per multiprocessor of the H200, two from 199 to 396 programs
-    (``gae.ASYNC_WALKS``)."""
-    assert walk(T, N) == async_tile(stages)
-    assert importlib.import_module("kernels.gae").ASYNC_WALKS == ((4, 8192, 8448), (2, 12673, 25344))
+@pytest.mark.parametrize("T,N,tile", [(4096, 8192, async_tile(4)), (300, 8448, async_tile(4)),
+                                      (2048, 9216, async_tile(3, 128)), (2048, 12672, async_tile(3, 128)),
+                                      (2048, 12688, async_tile(2)), (5000, 20480, async_tile(2)),
+                                      (1000, 25344, async_tile(2)), (1024, 25360, async_tile(3, 128)),
+                                      (1024, 33792, async_tile(3, 128))])
+def test_gae_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, tile):
+    """16-bit GAE ``[T, N]`` walks of more than 256 steps in 16-aligned rows (``gae.ASYNC_WALKS``): 64 x
+    64 in four stages while the programs take one per multiprocessor of the H200, 64 x 128 in three
+    from 72 to 99 programs, 64 x 64 in two from 199 to 396 programs, 64 x 128 in three from 199 to 264."""
+    assert walk(T, N) == tile
 
 
-@pytest.mark.parametrize("T,N,itemsize,aligned", [
-    (4096, 8192, 4, True),    # float32
-    (256, 8192, 2, True),     # a short sequence: held whole
-    (2048, 8464, 2, True),    # 133 programs: a second wave
-    (2048, 12672, 2, True),   # 198 programs
-    (1024, 25360, 2, True),   # 397 programs
-    (1024, 32768, 2, True),
-    (2048, 8200, 2, False),   # rows not 16 elements apart
-    (2048, 4096, 2, True)])   # below the walks
-def test_other_gae_problems_keep_their_tiles(gpu_rules, T, N, itemsize, aligned):
-    assert not walk(T, N, itemsize, aligned).async_walk
+@pytest.mark.parametrize("op", ["lambda_returns", "discounted_returns"])
+@pytest.mark.parametrize("T,N,tile", [(2048, 9216, async_tile(3, 128)), (1000, 16896, async_tile(3, 128)),
+                                      (2048, 16912, async_tile(2)), (1024, 25344, async_tile(2)),
+                                      (700, 25360, async_tile(2, 128)), (1024, 33792, async_tile(2, 128))])
+def test_light_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, op, T, N, tile):
+    """16-bit lambda and discounted returns' ``[T, N]`` walks of more than 256 steps in 16-aligned rows
+    (``ASYNC_WALKS``): 64 x 128 in three stages while the programs take one per multiprocessor, 64 x 64
+    in two up to three per multiprocessor, 64 x 128 in two up to two; and to 8448 environments, one
+    program per multiprocessor, lambda returns' 64 x 64 in four stages, discounted returns' 128 x 64 in
+    three."""
+    assert walk(T, N, op=op) == tile
+    first = {"lambda_returns": async_tile(4), "discounted_returns": async_tile(3, 64, 128)}[op]
+    assert walk(4096, 8192, op=op) == walk(300, 8448, op=op) == first
 
 
-@pytest.mark.parametrize("op", ["vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces",
-                                "episodic_prefix_sum", "linear_scan"])
-def test_only_gae_has_an_async_walk(gpu_rules, op):
+@pytest.mark.parametrize("T,N,stages", [(4096, 8192, 3), (300, 8448, 3), (2048, 9216, 2), (1000, 16896, 2),
+                                        (2048, 16912, 3), (1024, 25344, 3), (700, 25360, 2), (1024, 33792, 2)])
+def test_retrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, stages):
+    """16-bit Retrace ``[T, N]`` walks of more than 256 steps in 16-aligned rows (``retrace.ASYNC_WALKS``):
+    64 x 64 in three stages up to one program per multiprocessor, two up to two, three again up to three,
+    two up to four."""
+    assert walk(T, N, op="retrace") == async_tile(stages)
+
+
+@pytest.mark.parametrize("op, T, N, itemsize, aligned", [
+    ("gae", 4096, 8192, 4, True),    # float32
+    ("gae", 256, 8192, 2, True),     # a short sequence: held whole
+    ("gae", 2048, 8464, 2, True),    # between the first two ranges
+    ("gae", 1024, 33808, 2, True),   # past the last
+    ("gae", 2048, 8200, 2, False),   # rows not 16 elements apart
+    ("gae", 2048, 4096, 2, True),    # below the walks
+    ("lambda_returns", 4096, 8192, 4, True),
+    ("lambda_returns", 2048, 8464, 2, True),    # between the first two ranges
+    ("lambda_returns", 1024, 33808, 2, True),   # past the last
+    ("discounted_returns", 256, 16384, 2, True),
+    ("retrace", 4096, 8192, 4, True),
+    ("retrace", 1024, 33808, 2, True),
+    ("discounted_returns", 2048, 9000, 2, False)])
+def test_other_problems_keep_their_tiles(gpu_rules, op, T, N, itemsize, aligned):
+    assert not walk(T, N, itemsize, aligned, op=op).async_walk
+
+
+def triton_kernel(op: str):
+    return getattr(importlib.import_module(f"kernels.{op}"), f"_{op}_kernel")
+
+
+@pytest.mark.parametrize("op", ["vtrace", "eligibility_traces", "episodic_prefix_sum", "linear_scan"])
+def test_estimators_without_a_twin_keep_their_walks(gpu_rules, op):
     assert _launch.kernel_traits(op)["async_walks"] == ()
     assert not walk(4096, 8192, op=op).async_walk
-    assert getattr(importlib.import_module(f"kernels.{op}"), f"_{op}_kernel") not in _async_walk.TWINS
-    assert GAE_KERNEL in _async_walk.TWINS
+    assert triton_kernel(op) not in _async_walk.TWINS
+
+
+@pytest.mark.parametrize("op", ASYNC_OPS)
+def test_gae_retrace_lambda_and_discounted_returns_have_twins(op):
+    assert triton_kernel(op) in _async_walk.TWINS
 
 
 def test_estimator_config_takes_async_walks_only_where_gluon_runs(gpu_rules, monkeypatch):
@@ -150,23 +191,39 @@ def test_an_async_walk_the_problem_cannot_take_names_why(op, T, N, dtype, time_d
 
 
 # (block_t, block_n, warps, stages): 16, 32 and 8 lanes along time (two, one and four along environments
-# per warp), two to six stages.
-WALK_SHAPES = [(64, 64, 4, 2), (64, 64, 4, 3), (64, 64, 4, 4), (32, 64, 4, 6), (64, 32, 2, 4), (64, 128, 4, 3)]
-WALK_CASES = [dict(), dict(next_values=True), dict(truncated=False)]
+# per warp), 32-128 steps, two to six stages.
+WALK_SHAPES = [(64, 64, 4, 2), (64, 64, 4, 3), (64, 64, 4, 4), (32, 64, 4, 6), (64, 32, 2, 4), (64, 128, 4, 3),
+               (128, 64, 4, 3)]
+# Each estimator with a twin, in every form its optional inputs give it (make_inputs' options).
+WALK_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(truncated=False)),
+              ("lambda_returns", dict()), ("lambda_returns", dict(truncated=False)),
+              ("discounted_returns", dict()), ("discounted_returns", dict(truncated=False)),
+              ("discounted_returns", dict(truncated=False, next_values=True, bootstrap=False)),
+              ("discounted_returns", dict(truncated=False, bootstrap=False)),
+              ("retrace", dict()), ("retrace", dict(truncated=False))]
+
+
+# Retrace's six series take 80 KB a stage in 64 x 128 and 128 x 64 tiles: three stages of them are more
+# shared memory than the H200 has (Triton raises OutOfResources), so Retrace with truncations leaves them out.
+TOO_BIG = {("retrace", (64, 128, 4, 3)), ("retrace", (128, 64, 4, 3))}
+WALKS = [pytest.param(op, options, shape, id="-".join([op, "-".join(f"{k}={v}" for k, v in options.items()) or "plain",
+                                                       "%dx%dw%ds%d" % shape]))
+         for op, options in WALK_CASES for shape in WALK_SHAPES
+         if options.get("truncated", True) is False or (op, shape) not in TOO_BIG]
 
 
 @pytest.mark.skipif(not ON_GPU, reason="Gluon kernels run on an NVIDIA GPU only (the interpreter cannot run them)")
-@pytest.mark.parametrize("shape", WALK_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}w{s[2]}s{s[3]}")
 @pytest.mark.parametrize("T,N", [(1, 16), (37, 16), (300, 64), (1000, 80), (777, 1040), (4096, 256)])
-@pytest.mark.parametrize("options", WALK_CASES, ids=["plain", "next_values", "no_truncations"])
-def test_async_walks_match_the_reference(options, T, N, shape):
-    """Every chunk length, width and depth on partial chunks and partial programs, with and without
-    the optional inputs, bf16 and float16, bool and byte flags; and once with rows wider than N."""
+@pytest.mark.parametrize("op, options, shape", WALKS)
+def test_async_walks_match_the_reference(op, options, T, N, shape):
+    """Every chunk length, width and depth on partial chunks and partial programs, in every form of
+    each estimator's optional inputs, bf16 and float16, bool and byte flags; and once with rows wider
+    than N."""
     block_t, block_n, warps, stages = shape
-    seed = zlib.crc32(repr((options, T, N, shape)).encode())
+    seed = zlib.crc32(repr((op, options, T, N, shape)).encode())
     dtype = (torch.bfloat16, torch.float16)[seed % 2]
     flag_dtype = (torch.bool, torch.uint8)[seed // 2 % 2]
-    case = make_inputs("gae", T, N, seed=seed, dtype=dtype, flag_dtype=flag_dtype, **options)
+    case = make_inputs(op, T, N, seed=seed, dtype=dtype, flag_dtype=flag_dtype, **options)
     ref = call(R, upcast(case))
     wide = case.map(lambda _, x: torch.cat([x, x[:, :16]], dim=1)[:, :N] if x.dim() == 2 else x)
     config = LaunchConfig(block_t, block_n, warps, num_stages=stages, async_walk=True)
@@ -178,19 +235,23 @@ def test_async_walks_match_the_reference(options, T, N, shape):
 
 
 @pytest.mark.skipif(not ON_GPU, reason="Gluon kernels run on an NVIDIA GPU only (the interpreter cannot run them)")
-@pytest.mark.parametrize("flag_dtype, width, offset", [(torch.bool, None, 0), (torch.float32, None, 0),
-                                                        (torch.bool, 8200, 0), (torch.bool, None, 1)])
-def test_the_default_walk_takes_the_twin_or_the_triton_walk_and_both_are_right(flag_dtype, width, offset):
-    """At 300 x 8192 bf16 the rule picks the twin; float flags, rows 8200 apart or data off 16-byte
-    alignment send the call to the Triton walk instead, with the same results."""
-    T, N = 300, 8192
-    case = make_inputs("gae", T, N, seed=7, dtype=torch.bfloat16, flag_dtype=flag_dtype)
-    if width or offset:
+@pytest.mark.parametrize("flag_dtype, wider, offset", [(torch.bool, 0, 0), (torch.float32, 0, 0), (torch.bool, 8, 0),
+                                                        (torch.bool, 0, 1)])
+@pytest.mark.parametrize("op", RULED_OPS)
+def test_the_default_walk_takes_the_twin_or_the_triton_walk_and_both_are_right(op, flag_dtype, wider, offset):
+    """At 300 steps of the first range of environments the rule gives the twin; float flags, rows 8
+    elements wider than N or data off 16-byte alignment send the call to the Triton walk instead, with
+    the same results."""
+    _, _, _, first, _ = _launch.kernel_traits(op)["async_walks"][0]
+    T, N = 300, first
+    assert _launch.estimator_config(op, T, N, False, 2).async_walk
+    case = make_inputs(op, T, N, seed=7, dtype=torch.bfloat16, flag_dtype=flag_dtype)
+    if wider or offset:
         def moved(_, x):
             if x.dim() != 2:
                 return x
-            room = torch.zeros(T * (width or N) + offset, dtype=x.dtype, device=x.device)
-            view = room[offset:].view(T, width or N)[:, :N]
+            room = torch.zeros(T * (N + wider) + offset, dtype=x.dtype, device=x.device)
+            view = room[offset:].view(T, N + wider)[:, :N]
             view.copy_(x)
             return view
         case = case.map(moved)
@@ -200,28 +261,40 @@ def test_the_default_walk_takes_the_twin_or_the_triton_walk_and_both_are_right(f
         assert rel_err(o, r) < 1e-2
 
 
-BUILD_STAGES = (2, 4)
+# Each twin in each tile its rule takes (block_t, block_n, stages).
+RULE_TILES = sorted({(op, block_t, block_n, stages) for op in RULED_OPS
+                     for block_t, block_n, stages, _, _ in _launch.kernel_traits(op)["async_walks"]})
 
 
 @pytest.fixture(scope="module")
 def sm90_builds():
-    """GAE's async-walk twin in the rule's tiles, with and without its optional inputs, built for sm_90 by
-    ``sm90_build.py`` in a process of its own; keyed by ``(stages, options)``."""
-    jobs = [["gae", [*async_tile(stages).__dict__.values()], options] for stages in BUILD_STAGES
-            for options in (False, True)]
-    return {(LaunchConfig(*fields).num_stages, options): build for _, fields, options, build in built_for_sm90(jobs)}
+    """Each async-walk twin in each of its rule's tiles, with and without its optional inputs, built for
+    sm_90 by ``sm90_build.py`` in a process of its own; keyed by ``(estimator, block_t, block_n, stages,
+    options)``."""
+    jobs = [[op, [*async_tile(stages, block_n, block_t).__dict__.values()], options]
+            for op, block_t, block_n, stages in RULE_TILES for options in (False, True)]
+    builds = {}
+    for op, fields, options, build in built_for_sm90(jobs):
+        config = LaunchConfig(*fields)
+        builds[(op, config.block_t, config.block_n, config.num_stages, options)] = build
+    return builds
 
 
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("options", [False, True], ids=["without_optional_inputs", "with_them"])
-@pytest.mark.parametrize("stages", BUILD_STAGES)
-def test_the_twin_builds_for_sm90_with_few_barriers_and_no_spills(sm90_builds, stages, options):
+@pytest.mark.parametrize("op, block_t, block_n, stages", RULE_TILES, ids=lambda x: str(x))
+def test_the_twins_build_for_sm90_with_few_barriers_and_hardly_a_spill(sm90_builds, op, block_t, block_n, stages,
+                                                                      options):
     """One barrier a chunk, the walk's own (the Triton walk's 64 x 64 bf16 tile takes 15; Triton 3.9's
     PTX has that one, Triton 3.6's one per stage: `docs/bench/async_walks/builds.log`), every series
-    copied ahead as 16-byte vectors (``cp.async`` of 16 bytes, none smaller), nothing spilled."""
-    build = sm90_builds[(stages, options)]
+    copied ahead as 16-byte vectors (``cp.async`` of 16 bytes, none smaller), at most one value spilled
+    (Triton 3.6's ``ptxas`` spills 4 bytes of discounted returns' twin without its optional inputs in
+    64 x 64 tiles of two stages, in 80 registers; that form ran as fast as the Triton walk there:
+    `docs/bench/async_returns/options.log`)."""
+    build = sm90_builds[(op, block_t, block_n, stages, options)]
     assert 1 <= build["barriers"] <= stages
     sizes = re.findall(r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (\w+)", build["ptx"])
     assert sizes and set(sizes) == {"0x10"}
     if build["ptxas"] is not None:
-        assert "0 bytes spill stores" in build["ptxas"], build["ptxas"]
+        spilled = [int(b) for b in re.findall(r"(\d+) bytes spill stores", build["ptxas"])]
+        assert spilled and max(spilled) <= 4, build["ptxas"]
