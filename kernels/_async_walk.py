@@ -27,8 +27,8 @@ data 16 bytes aligned (row strides a multiple of 16 elements), 16-bit floats and
 How deep the ring should be, and how long a chunk, is measured, not derived: on the H200 with Triton
 3.6 GAE's twin ran fast at one depth and as slow as the Triton walk at the next, its fast builds taking
 167 registers and its slow ones 139 (docs/perf.md, "Walks fed through shared memory"), and discounted
-returns' twin, which copies the same bytes as lambda returns', ran slower than its Triton walk at 8192
-environments at every depth of 64-step chunks and 1.49x faster in 128-step ones ("Async walks for
+returns' twin, which copies the same bytes as lambda returns', ran at most 1.05x its Triton walk's speed
+at 8192 environments in 64-step chunks and 1.49x in 128-step ones ("Async walks for
 lambda returns, discounted returns and Retrace"); a change to a twin's code must measure its tiles
 again.
 
