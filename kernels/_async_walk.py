@@ -35,15 +35,15 @@ again.
 An estimator with such a kernel registers it as the twin of its Triton kernel (:func:`twin_of`): the
 same arguments, so ``_launch.launch`` takes the twin when the block shape says ``async_walk``. A twin
 allocates a :func:`ring` per series, issues each chunk's :func:`copy_chunk` calls and :func:`commit`,
-waits with :func:`wait_for_chunk`, reads its buffers in :func:`walk_layout`, scans each chunk in its
-warps (``_explicit_layout.scan_tile``) and carries the chunk's :func:`last_row` into the next.
+waits with :func:`wait_for_chunk`, reads its buffers in :func:`walk_layout` and scans each chunk from
+the carry out of the one before it (:func:`scan_chunk`).
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from kernels import _scan
+from kernels import _explicit_layout, _scan
 from kernels._triton import HAVE_GLUON, gl, gluon
 
 if HAVE_GLUON:
@@ -163,3 +163,12 @@ def last_row(y):
     index = gl.full([1, y.shape[1]], y.shape[0] - 1, gl.int32, layout=y.type.layout)
     return gl.sum(gl.gather(y, index, 0), axis=0)
 
+
+@gluon.jit
+def scan_chunk(alpha, beta, carry):
+    """A walk tile's values ``y = A + B carry`` from the carry into it (the value after its first row
+    in scan order) and the carry out of it (its :func:`last_row`): the chunk's ``(alpha, beta)`` scanned
+    inside its warps (``_explicit_layout.scan_tile``)."""
+    A, B = _explicit_layout.scan_tile(alpha, beta)
+    y = A + B * carry[None, :]
+    return y, last_row(y)

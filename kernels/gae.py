@@ -433,9 +433,7 @@ def _gae_async_walk_kernel(
         mask = (t >= 0)[:, None] & n_ok[None, :]
         # Rows before step 0 come last in a chunk, after every real row in scan order: left unmasked.
         alpha, beta = _gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC, False)
-        A, B = _explicit_layout.scan_tile(alpha, beta)
-        adv = A + B * carry[None, :]
-        carry = _async_walk.last_row(adv)
+        adv, carry = _async_walk.scan_chunk(alpha, beta, carry)
         _scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         _scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 

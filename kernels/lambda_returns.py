@@ -260,9 +260,7 @@ def _lambda_returns_async_walk_kernel(
         mask = (t >= 0)[:, None] & n_ok[None, :]
         # Rows before step 0 come last in a chunk, after every real row in scan order: left unmasked.
         alpha, beta = _lambda_returns_pairs(r, v_after, terminated, done, mask, gamma, lam, False)
-        A, B = _explicit_layout.scan_tile(alpha, beta)
-        g = A + B * carry[None, :]
-        carry = _async_walk.last_row(g)
+        g, carry = _async_walk.scan_chunk(alpha, beta, carry)
         _scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

@@ -325,9 +325,7 @@ def _retrace_async_walk_kernel(
         # Rows before step 0 come last in a chunk, after every real row in scan order: left unmasked.
         alpha, beta = _retrace_pairs(r, q, expected_next_q, tl.exp(log_rho_succ), terminated, done, mask, not_last,
                                      gamma, lam, c_bar, False)
-        A, B = _explicit_layout.scan_tile(alpha, beta)
-        d = A + B * carry[None, :]
-        carry = _async_walk.last_row(d)
+        d, carry = _async_walk.scan_chunk(alpha, beta, carry)
         _scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 
