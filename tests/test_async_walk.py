@@ -23,7 +23,12 @@ from kernels._triton import HAVE_GLUON, runs_gluon
 from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, to_time_dim1, upcast
 
 ON_GPU = runs_gluon(torch.device(DEVICE))
-GAE_KERNEL = importlib.import_module("kernels.gae")._gae_kernel
+
+
+def triton_kernel(op: str):
+    return getattr(importlib.import_module(f"kernels.{op}"), f"_{op}_kernel")
+
+
 ASYNC_OPS = ("gae", "lambda_returns", "discounted_returns", "retrace")  # the estimators with an async-walk twin
 RULED_OPS = tuple(op for op in ASYNC_OPS if _launch.kernel_traits(op)["async_walks"])  # twins their rules take
 
@@ -102,10 +107,6 @@ def test_other_problems_keep_their_tiles(gpu_rules, op, T, N, itemsize, aligned)
     assert not walk(T, N, itemsize, aligned, op=op).async_walk
 
 
-def triton_kernel(op: str):
-    return getattr(importlib.import_module(f"kernels.{op}"), f"_{op}_kernel")
-
-
 @pytest.mark.parametrize("op", ["vtrace", "eligibility_traces", "episodic_prefix_sum", "linear_scan"])
 def test_estimators_without_a_twin_keep_their_walks(gpu_rules, op):
     assert _launch.kernel_traits(op)["async_walks"] == ()
@@ -148,7 +149,7 @@ def gae_series(T=8, N=64, dtype=torch.bfloat16, flag_dtype=torch.bool, width=Non
 
 
 def misfit(*tensors, N=64):
-    return _async_walk.misfit(GAE_KERNEL.arg_names, gae_arguments(*tensors), N)
+    return _async_walk.misfit(triton_kernel("gae").arg_names, gae_arguments(*tensors), N)
 
 
 def test_the_copies_take_contiguous_16_byte_rows_of_16_bit_floats_and_byte_flags():
