@@ -3,7 +3,8 @@
 A walk's program owns ``BLOCK_N`` environments of a ``[T, N]`` rollout and goes through all of time
 in chunks of ``BLOCK_T`` steps, latest first, like the Triton walks (``_scan``). Its layout differs:
 the warps lie side by side along environments, and in each warp every thread holds a run of
-``BLOCK_T / TIME_THREADS`` consecutive steps of one 16-byte vector of environments::
+``BLOCK_T / TIME_THREADS`` consecutive steps of one 16-byte vector of environments (or of four of
+them, ``LaunchConfig.env_runs_of_four``: twice the lanes along time)::
 
     row i of a chunk = step top - i        thread (j, e) of warp w: rows j * R .. j * R + R - 1,
                                            environments (w * ENV_THREADS + e) * VEC .. + VEC - 1
@@ -36,7 +37,9 @@ An estimator with such a kernel registers it as the twin of its Triton kernel (:
 same arguments, so ``_launch.launch`` takes the twin when the block shape says ``async_walk``. A twin
 allocates a :func:`ring` per series, issues each chunk's :func:`copy_chunk` calls and :func:`commit`,
 waits with :func:`wait_for_chunk`, reads its buffers in :func:`walk_layout` and scans each chunk from
-the carry out of the one before it (:func:`scan_chunk`).
+the carry out of the one before it (:func:`scan_chunk`). A twin that needs each step's successor value
+takes it from the tile itself (:func:`successor_rows`), and one that would hold many values through the
+scan may read its buffers again after it (:func:`read_again`; V-trace's).
 """
 
 from __future__ import annotations
@@ -65,11 +68,11 @@ def twin_kernel(fn):
     return _scan.coefficient_kernel(fn, gluon.jit, unspecialised=("T",))
 
 
-def time_threads(block_n: int, num_warps: int, itemsize: int) -> int:
+def time_threads(block_n: int, num_warps: int, itemsize: int, vector_bytes: int = 16) -> int:
     """Lanes of a warp along time in a walk of ``block_n`` environments on ``num_warps`` warps, each
-    thread one 16-byte vector of ``itemsize``-byte floats: 0 where that does not give whole vectors
-    and a power-of-two number of lanes along environments."""
-    env_threads, remainder = divmod(block_n * itemsize, 16 * num_warps)
+    thread one ``vector_bytes`` vector of ``itemsize``-byte floats: 0 where that does not give whole
+    vectors and a power-of-two number of lanes along environments."""
+    env_threads, remainder = divmod(block_n * itemsize, vector_bytes * num_warps)
     return 32 // env_threads if not remainder and env_threads and 32 % env_threads == 0 else 0
 
 
@@ -101,13 +104,14 @@ def misfit(arg_names: tuple, args: tuple, N: int) -> Optional[str]:
 
 
 @gluon.constexpr_function
-def walk_layout(floats, block_t: int, time_threads: int, num_warps: int):
-    """The walk's layout of a ``[block_t, BLOCK_N]`` chunk of ``floats`` (module docstring): in each
-    warp ``time_threads`` lanes along time, each a run of ``block_t / time_threads`` steps of one
-    16-byte vector of environments; the warps side by side along environments."""
-    vec = 128 // floats.primitive_bitwidth
-    return gl.BlockedLayout([block_t // time_threads, vec], [time_threads, 32 // time_threads], [1, num_warps],
-                            [1, 0])
+def walk_layout(block_t: int, block_n: int, time_threads: int, num_warps: int):
+    """The walk's layout of a ``[block_t, block_n]`` chunk (module docstring): in each warp
+    ``time_threads`` lanes along time, each a run of ``block_t / time_threads`` steps of one vector of
+    environments (the lanes left along environments share the warp's part of them); the warps side by
+    side along environments."""
+    env_lanes = 32 // time_threads
+    return gl.BlockedLayout([block_t // time_threads, block_n // (env_lanes * num_warps)], [time_threads, env_lanes],
+                            [1, num_warps], [1, 0])
 
 
 @gluon.jit
@@ -157,11 +161,51 @@ def wait_for_chunk(NUM_STAGES: gl.constexpr):
 
 
 @gluon.jit
+def read_again():
+    """A barrier before a chunk's buffers are read a second time: the compiler then reads them again
+    instead of keeping the first read's values in registers (the buffers hold the chunk until the next
+    :func:`wait_for_chunk`)."""
+    _barrier()
+
+
+@gluon.jit
 def last_row(y):
     """Row ``BLOCK_T - 1`` of a walk tile (a chunk's earliest step) as a ``[BLOCK_N]`` vector: one warp
     shuffle per value, the chunk's time lying in one warp."""
     index = gl.full([1, y.shape[1]], y.shape[0] - 1, gl.int32, layout=y.type.layout)
     return gl.sum(gl.gather(y, index, 0), axis=0)
+
+
+@gluon.jit
+def successor_rows(y, before):
+    """Each row's successor step in a walk tile ``y`` (latest first): row ``i`` gets row ``i - 1``, row 0
+    ``before`` (a ``[BLOCK_N]`` vector: the step after the chunk's first). Every row of a thread's run
+    but its first takes its neighbour in the same thread (``_explicit_layout``'s splits and joins, no
+    data movement); each run's first row takes the last row of the run before it, one lane earlier
+    (one warp shuffle per value)."""
+    BLOCK_T: gl.constexpr = y.shape[0]
+    BLOCK_N: gl.constexpr = y.shape[1]
+    STEPS: gl.constexpr = y.type.layout.size_per_thread[0]
+    RUNS: gl.constexpr = BLOCK_T // STEPS
+    runs = gl.permute(gl.reshape(y, [RUNS, STEPS, BLOCK_N]), (0, 2, 1))  # runs[r, n, s]: row r * STEPS + s
+    ends = _run_ends(runs)
+    run = gl.arange(0, RUNS, layout=gl.SliceLayout(1, ends.type.layout))
+    earlier = gl.gather(ends, gl.maximum(run - 1, 0)[:, None] + gl.zeros_like(ends).to(gl.int32), 0)
+    firsts = gl.where((run == 0)[:, None], gl.convert_layout(before, gl.SliceLayout(0, ends.type.layout))[None, :],
+                      earlier)
+    shifted = gl.permute(_explicit_layout.shift_in(runs, firsts, STEPS), (0, 2, 1))
+    return gl.convert_layout(gl.reshape(shifted, [BLOCK_T, BLOCK_N]), y.type.layout)
+
+
+@gluon.jit
+def _run_ends(runs):
+    """``runs[:, :, STEPS - 1]`` of ``runs[r, n, s]`` (each run's last step), by splits."""
+    if runs.shape[2] == 1:
+        ends = gl.reshape(runs, [runs.shape[0], runs.shape[1]])
+    else:
+        _, odd = gl.split(gl.reshape(runs, [runs.shape[0], runs.shape[1], runs.shape[2] // 2, 2]))
+        ends = _run_ends(odd)
+    return ends
 
 
 @gluon.jit

@@ -93,13 +93,13 @@ def successor_tile(x, ptr, t, n, T, N, stride_t, stride_n, BLOCK_T: gl.constexpr
         run_n = gl.program_id(0) * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, per_run))
         after_run = _scan.load_tile(ptr, run_t + 1, run_n, stride_t, stride_n,
                                     (run_t[:, None] + 1 < T) & (run_n < N)[None, :], DTYPE)
-        shifted = gl.permute(_shift_in(runs, after_run, STEPS), (0, 2, 1))
+        shifted = gl.permute(shift_in(runs, after_run, STEPS), (0, 2, 1))
         succ = gl.convert_layout(gl.reshape(shifted, [BLOCK_T, BLOCK_N]), x.type.layout)
     return succ
 
 
 @gluon.jit
-def _shift_in(runs, first, STEPS: gl.constexpr):
+def shift_in(runs, first, STEPS: gl.constexpr):
     """``y[r, n, s] = runs[r, n, s - 1]``, ``y[r, n, 0] = first[r, n]``: each run moved one step on,
     by splitting it into even and odd steps (``y``'s even steps are the odd steps shifted, its odd
     steps the even ones)."""
@@ -109,7 +109,7 @@ def _shift_in(runs, first, STEPS: gl.constexpr):
         moved = gl.reshape(first, [RUNS, BLOCK_N, 1])
     else:
         even, odd = gl.split(gl.reshape(runs, [RUNS, BLOCK_N, STEPS // 2, 2]))
-        shifted = gl.convert_layout(_shift_in(odd, first, STEPS // 2), even.type.layout)
+        shifted = gl.convert_layout(shift_in(odd, first, STEPS // 2), even.type.layout)
         moved = gl.reshape(gl.join(shifted, even), [RUNS, BLOCK_N, STEPS])
     return moved
 

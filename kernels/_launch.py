@@ -13,7 +13,7 @@ import importlib
 import struct
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -60,11 +60,14 @@ class LaunchConfig:
     lanes lie along environments and twice as many steps along each thread's run. The 8-byte copies
     cannot bypass the L1 and take twice the addresses, so it pays only in some walks (docs/perf.md,
     "The bf16 walks four environments per thread"). Ignored for ``[N, T]`` storage and 32-bit floats.
+    With ``async_walk`` it sets the walk's layout alone (its copies stay 16-byte): each thread four
+    environments, twice the lanes along time (V-trace's, "V-trace's async walks").
 
     ``async_walk``: the kernel's async-walk twin (``kernels._async_walk``, Gluon; a GPU only): a
     ``[T, N]`` walk (no look-back) whose ``num_warps`` warps lie side by side along the program's
-    ``block_n`` environments, each thread a run of steps of one 16-byte vector of them, fed through
-    a ring of ``num_stages`` chunks in shared memory by asynchronous copies (``num_stages >= 2``).
+    ``block_n`` environments, each thread a run of steps of one 16-byte vector of them (with
+    ``env_runs_of_four``, four environments), fed through a ring of ``num_stages`` chunks in shared
+    memory by asynchronous copies (``num_stages >= 2``).
     """
 
     block_t: int
@@ -95,9 +98,9 @@ class LaunchConfig:
             raise ValueError("LaunchConfig.env_runs_of_four is a layout of the Triton kernels' tiles: not with "
                              "explicit_layout or persistent")
         if self.async_walk and (self.lookback or self.explicit_layout or self.thread_runs or self.persistent
-                                or self.env_runs_of_four or self.num_stages < 2):
+                                or self.num_stages < 2):
             raise ValueError("LaunchConfig.async_walk is a walk in a layout of its own: no lookback, explicit_layout, "
-                             "thread_runs, persistent or env_runs_of_four, and num_stages >= 2")
+                             "thread_runs or persistent, and num_stages >= 2")
         if self.explicit_layout:
             threads = _explicit_layout.time_threads(self.block_t, self.num_warps)
             if self.lookback or self.num_stages > 1:
@@ -225,7 +228,8 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     warps: for kernels whose 16-bit ``[T, N]`` walks up to ``FOUR_ENV_WALKS_UP_TO`` elements measured
     faster in 64 x 32 tiles on that many warps four environments per thread (lambda returns four,
     discounted returns two; docs/perf.md, "The bf16 walks four environments per thread");
-    ``async_walks``, ``((block_t, block_n, stages, from, to environments), ...)``: for kernels with an
+    ``async_walks``, ``((block_t, block_n, stages, from, to environments[, warps, four_envs]), ...)``
+    (:class:`AsyncWalkRange`): for kernels with an
     async-walk twin (``kernels._async_walk``; the caller says whether it can run: ``estimator_config``), the ranges
     of environments whose 16-bit ``[T, N]`` walks take it, in which tile (:func:`_async_walk_tile`).
 
@@ -272,7 +276,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for short sequences, and
       bf16 tiles"); 16-bit floats with ``light_steps``: 128 x 32 on two warps (docs/perf.md, "The
       light kernels' bf16 walks"). 16-bit floats with ``async_walks``, in their ranges of environments:
-      the async-walk twin on four warps (:func:`_async_walk_tile`).
+      the async-walk twin in the range's tile (:func:`_async_walk_tile`).
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``
       (where its persistent look-back tiles do not take them): walks three chunks deep in thread
       runs, 64 x 16 on four warps (docs/perf.md, "Look-back tiles for short sequences, and bf16
@@ -546,19 +550,43 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
     return LaunchConfig(512 if T >= 65536 else 256, block_n, num_warps=4, lookback=True)
 
 
+class AsyncWalkRange(NamedTuple):
+    """One range of an estimator's ``ASYNC_WALKS``: 16-bit ``[T, N]`` walks of ``first`` to ``last``
+    environments take the async-walk twin in ``block_t`` x ``block_n`` tiles on ``num_warps`` warps,
+    ``stages`` chunks in shared memory, each thread one 16-byte vector of environments or, with
+    ``four_envs``, four of them (``LaunchConfig.env_runs_of_four``). Written as a plain tuple in that
+    order, the last two optional."""
+
+    block_t: int
+    block_n: int
+    stages: int
+    first: int
+    last: int
+    num_warps: int = 4
+    four_envs: bool = False
+
+    def config(self) -> LaunchConfig:
+        return LaunchConfig(self.block_t, self.block_n, num_warps=self.num_warps, num_stages=self.stages,
+                            env_runs_of_four=self.four_envs, async_walk=True)
+
+
+def async_walk_ranges(async_walks: tuple) -> list:
+    """A kernel's ``ASYNC_WALKS`` as :class:`AsyncWalkRange` s."""
+    return [AsyncWalkRange(*rule) for rule in async_walks]
+
+
 def _async_walk_tile(N: int, itemsize: int, async_walks: tuple) -> Optional[LaunchConfig]:
     """The async-walk tile (``LaunchConfig.async_walk``) of a kernel's 16-bit ``[T, N]`` walk where one of
-    its ``async_walks`` ranges ``(block_t, block_n, stages, from, to environments)`` holds ``N``:
-    ``block_t`` steps by ``block_n`` environments on four warps, ``stages`` chunks in shared memory. The
-    ranges follow the programs per multiprocessor a depth leaves room for (GAE's buffers take 32 KB a
-    stage in 64 x 64 tiles: four stages hold one program per multiprocessor, two stages three), but which
-    tile and depth run fast is measured (docs/perf.md, "Walks fed through shared memory", "Async walks
-    for lambda returns, discounted returns and Retrace")."""
+    its ``async_walks`` ranges (:class:`AsyncWalkRange`) holds ``N``. The ranges follow the programs per
+    multiprocessor a depth leaves room for (GAE's buffers take 32 KB a stage in 64 x 64 tiles: four
+    stages hold one program per multiprocessor, two stages three) and how many waves the programs fill,
+    but which tile and depth run fast is measured (docs/perf.md, "Walks fed through shared memory", "Async
+    walks for lambda returns, discounted returns and Retrace", "V-trace's async walks")."""
     if itemsize != 2:
         return None
-    for block_t, block_n, stages, first, last in async_walks:
-        if first <= N <= last:
-            return LaunchConfig(block_t, block_n, num_warps=4, num_stages=stages, async_walk=True)
+    for rule in async_walk_ranges(async_walks):
+        if rule.first <= N <= rule.last:
+            return rule.config()
     return None
 
 
@@ -1032,18 +1060,24 @@ def async_walk_misfit(kernel, batch, time_contiguous: bool, config: LaunchConfig
         return "it runs on a GPU only (not the interpreter, not the CPU)"
     if time_contiguous:
         return "it walks [T, N] tiles: needs time_dim=0"
-    threads = _async_walk.time_threads(config.block_n, config.num_warps, batch.out_dtype.itemsize)
+    threads = _time_threads(config, False, batch.out_dtype.itemsize)
     if not threads or config.block_t % threads:
-        return (f"{config.block_t} x {config.block_n} on {config.num_warps} warps is not whole 16-byte vectors of "
-                f"environments per thread and whole runs of steps")
+        return (f"{config.block_t} x {config.block_n} on {config.num_warps} warps is not whole "
+                f"{async_walk_vector_bytes(config)}-byte vectors of environments per thread and whole runs of steps")
     return _async_walk.misfit(kernel.arg_names, tensors, batch.N)
+
+
+def async_walk_vector_bytes(config: LaunchConfig) -> int:
+    """Bytes of environments each thread of an async walk reads in one step: 16, or 8 with
+    ``env_runs_of_four`` (four 16-bit floats)."""
+    return 8 if config.env_runs_of_four else 16
 
 
 def _time_threads(config: LaunchConfig, time_contiguous: bool, itemsize: int) -> int:
     """The kernels' ``TIME_THREADS``: threads along time of a tile in thread runs, in an explicit layout
     or in an async walk."""
     if config.async_walk:
-        return _async_walk.time_threads(config.block_n, config.num_warps, itemsize)
+        return _async_walk.time_threads(config.block_n, config.num_warps, itemsize, async_walk_vector_bytes(config))
     if config.explicit_layout:
         return _explicit_layout.time_threads(config.block_t, config.num_warps)
     return time_threads(config, itemsize) if config.thread_runs and not time_contiguous else 1

@@ -298,7 +298,7 @@ def successor_in_runs(x, ptr, t, n, stride_t, stride_n, n_ok, T, DTYPE: tl.const
     (rows ``0 .. TIME_THREADS - 1``) are loaded, one row per thread instead of a second tile: the
     second tile's load masked to those rows, a mask fixed per register, so ``ptxas`` drops the
     other rows' loads (a pipelined walk still issues them, as zero-filling copies: no reads).
-    (``_explicit_layout._shift_in`` is the same move for Gluon tiles, whose joins need their
+    (``_explicit_layout.shift_in`` is the same move for Gluon tiles, whose joins need their
     layouts made equal.)"""
     loaded = first_step_successors(ptr, t, n, stride_t, stride_n, n_ok, T, DTYPE, TIME_THREADS)
     return successors_from_loaded(x, loaded, TIME_THREADS)

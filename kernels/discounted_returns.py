@@ -348,7 +348,7 @@ def _discounted_returns_async_walk_kernel(
     scanned in each warp."""
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     FLOATS: gl.constexpr = r_ptr.dtype.element_ty
-    WALK: gl.constexpr = _async_walk.walk_layout(FLOATS, BLOCK_T, TIME_THREADS, gl.num_warps())
+    WALK: gl.constexpr = _async_walk.walk_layout(BLOCK_T, BLOCK_N, TIME_THREADS, gl.num_warps())
     r_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
     if HAS_TRUNC:
         nv_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)

@@ -227,7 +227,7 @@ def _lambda_returns_async_walk_kernel(
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
     FLOATS: gl.constexpr = r_ptr.dtype.element_ty
-    WALK: gl.constexpr = _async_walk.walk_layout(FLOATS, BLOCK_T, TIME_THREADS, gl.num_warps())
+    WALK: gl.constexpr = _async_walk.walk_layout(BLOCK_T, BLOCK_N, TIME_THREADS, gl.num_warps())
     r_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
     nv_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
     term_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)

@@ -286,7 +286,7 @@ def _retrace_async_walk_kernel(
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
     c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
     FLOATS: gl.constexpr = r_ptr.dtype.element_ty
-    WALK: gl.constexpr = _async_walk.walk_layout(FLOATS, BLOCK_T, TIME_THREADS, gl.num_warps())
+    WALK: gl.constexpr = _async_walk.walk_layout(BLOCK_T, BLOCK_N, TIME_THREADS, gl.num_warps())
     r_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
     q_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
     eq_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)

@@ -20,11 +20,11 @@ from typing import Optional
 
 import torch
 
-from kernels import _explicit_layout, _scan, reference
+from kernels import _async_walk, _explicit_layout, _scan, reference
 from kernels._args import Batch, check_bootstrap, check_scalar
 from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
 from kernels._replay import replayable
-from kernels._triton import runs_triton, tl, triton
+from kernels._triton import gl, gluon, runs_triton, tl, triton
 
 
 # The kernel scans four values per step (x and x_{t+1}), except in tiles whose time lies in one warp,
@@ -56,13 +56,25 @@ UNALIGNED_LOOK_BACK_TILE = (128, 16, 4, 1024)
 # by persistent programs (block_t, block_n, warps, programs per multiprocessor, from, below this many
 # environments) (_launch._persistent_look_back_tile).
 PERSISTENT_LOOK_BACK_TILE = (64, 32, 4, 2, 2048, 3584)
+# 16-bit [T, N] sequences of more than 256 steps in 16-aligned rows: walks fed through shared memory
+# (_async_walk), four environments per thread on eight warps, two stages (_launch.AsyncWalkRange: steps,
+# environments a program, stages, from, to environments, warps, four per thread): 128 x 64 while its
+# programs fill one wave of the H200's multiprocessors (one a multiprocessor), 64 x 128 from 8449 to 16896
+# (one wave) and from 25345 to 33792 (up to two). Between them (128 x 64 gained 1.00-1.18x) its form with
+# next_values ran 0.88x the Triton walk's speed: left to the Triton walk.
+ASYNC_WALKS = ((128, 64, 2, 8192, 8448, 8, True), (64, 128, 2, 8449, 16896, 8, True),
+               (64, 128, 2, 25345, 33792, 8, True))
 
 
 @triton.jit
-def _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar):
-    """``(alpha, beta)`` of a tile (module docstring); the identity ``(0, 1)`` where masked."""
+def _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar, MASKED: tl.constexpr = True):
+    """``(alpha, beta)`` of a tile (module docstring); the identity ``(0, 1)`` where masked (not ``MASKED``:
+    ``mask`` is ignored, for tiles whose masked elements reach only masked outputs)."""
     delta = tl.minimum(rho, rho_bar) * (r + gamma * tl.where(terminated, 0.0, v_after) - v)
-    return tl.where(mask, delta, 0.0), tl.where(mask, tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar)), 1.0)
+    trace = tl.where(done, 0.0, gamma * lam * tl.minimum(rho, c_bar))
+    if not MASKED:
+        return delta, trace
+    return tl.where(mask, delta, 0.0), tl.where(mask, trace, 1.0)
 
 
 @triton.jit
@@ -70,6 +82,18 @@ def _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, 
     """The policy-gradient advantages of a tile, from ``x_{t+1} = vs_{t+1} - V_{t+1}`` (module docstring)."""
     q = tl.where(not_last & ~done, v_succ + lam * x_next, v_after)
     return tl.minimum(rho, pg_rho_bar) * (r + gamma * tl.where(terminated, 0.0, q) - v)
+
+
+@triton.jit
+def _vtrace_pg_terms(r, v, rho, v_succ, v_after, terminated, done, not_last, gamma, lam, pg_rho_bar):
+    """``(P, Q)`` with ``pg_adv_t = P_t + Q_t x_{t+1}`` (:func:`_vtrace_pg_advantages` before the scan):
+    ``P = min(pg_rho_bar, rho) (r + gamma (1 - terminated) q0 - V)``, ``q0`` the successor value
+    ``V_{t+1}`` or ``V'_t`` as ``q_t`` takes it, ``Q = min(pg_rho_bar, rho) gamma (1 - terminated) lam``
+    where ``q_t`` takes ``x_{t+1}``, else 0."""
+    takes_next = not_last & ~done
+    clipped = tl.minimum(rho, pg_rho_bar)
+    fixed = clipped * (r + gamma * tl.where(terminated, 0.0, tl.where(takes_next, v_succ, v_after)) - v)
+    return fixed, tl.where(takes_next, clipped * gamma * lam, 0.0)
 
 
 @_scan.coefficient_kernel
@@ -369,6 +393,168 @@ def _vtrace_explicit_kernel(
                                    pg_rho_bar)
     _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
     _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
+
+
+@gluon.jit
+def _vtrace_async_copies(r_s, v_s, lr_s, term_s, trunc_s, nv_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr,
+                         s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t,
+                         s_nv_n, chunk, n0, T, N, HAS_TRUNC: gl.constexpr, HAS_NEXT: gl.constexpr,
+                         BLOCK_T: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """Issue the copies of walk chunk ``chunk`` into its buffers (``r``, ``V``, ``log_rhos``, the flags,
+    ``next_values``) as one group; an empty group past the last chunk."""
+    if chunk < gl.cdiv(T, BLOCK_T):
+        stage = chunk % NUM_STAGES
+        top = T - 1 - chunk * BLOCK_T
+        _async_walk.copy_chunk(r_s.index(stage), r_ptr, top, n0, T, N, s_r_t, s_r_n)
+        _async_walk.copy_chunk(v_s.index(stage), v_ptr, top, n0, T, N, s_v_t, s_v_n)
+        _async_walk.copy_chunk(lr_s.index(stage), lr_ptr, top, n0, T, N, s_lr_t, s_lr_n)
+        _async_walk.copy_chunk(term_s.index(stage), term_ptr, top, n0, T, N, s_term_t, s_term_n)
+        if HAS_TRUNC:
+            _async_walk.copy_chunk(trunc_s.index(stage), trunc_ptr, top, n0, T, N, s_trunc_t, s_trunc_n)
+        if HAS_NEXT:
+            _async_walk.copy_chunk(nv_s.index(stage), nv_ptr, top, n0, T, N, s_nv_t, s_nv_n)
+    _async_walk.commit()
+
+
+@gluon.jit
+def _vtrace_async_chunk(r_s, v_s, lr_s, term_s, trunc_s, nv_s, stage, t, v_before, bootstrap, T,
+                        HAS_TRUNC: gl.constexpr, HAS_NEXT: gl.constexpr, ACC: gl.constexpr, WALK: gl.constexpr):
+    """A chunk's ``(r, V, rho, V_{t+1}, V'_t, terminated, done)`` read from its buffers in the walk's layout,
+    ``V_{t+1}`` from ``V``'s rows (:func:`_async_walk.successor_rows`) and ``v_before``, the step after the
+    chunk's first (the previous chunk's last row)."""
+    r = r_s.index(stage).load(WALK).to(ACC)
+    v = v_s.index(stage).load(WALK).to(ACC)
+    v_succ = _async_walk.successor_rows(v, v_before)
+    rho = _scan.fast_exp(lr_s.index(stage).load(WALK).to(ACC))
+    terminated = term_s.index(stage).load(WALK) != 0
+    done = terminated
+    if HAS_TRUNC:
+        done = done | (trunc_s.index(stage).load(WALK) != 0)
+    if HAS_NEXT:
+        v_after = nv_s.index(stage).load(WALK).to(ACC)
+    else:
+        v_after = gl.where((t == T - 1)[:, None], bootstrap[None, :], v_succ)
+    return r, v, rho, v_succ, v_after, terminated, done
+
+
+@_async_walk.twin_of(_vtrace_kernel)
+@_async_walk.twin_kernel
+def _vtrace_async_walk_kernel(
+    r_ptr,
+    s_r_t,
+    s_r_n,
+    v_ptr,
+    s_v_t,
+    s_v_n,
+    lr_ptr,
+    s_lr_t,
+    s_lr_n,
+    term_ptr,
+    s_term_t,
+    s_term_n,
+    trunc_ptr,
+    s_trunc_t,
+    s_trunc_n,
+    nv_ptr,
+    s_nv_t,
+    s_nv_n,
+    boot_ptr,
+    s_boot,
+    vs_ptr,
+    s_vs_t,
+    s_vs_n,
+    pg_ptr,
+    s_pg_t,
+    s_pg_n,
+    ws,
+    flags,
+    T,
+    N,
+    gamma_hi,
+    gamma_lo,
+    lam_hi,
+    lam_lo,
+    rho_bar_hi,
+    rho_bar_lo,
+    c_bar_hi,
+    c_bar_lo,
+    pg_hi,
+    pg_lo,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    ACC: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    LOOKBACK: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
+    SHUFFLE_TIME: tl.constexpr,
+    LATEST_FIRST: tl.constexpr,
+    TIME_THREADS: tl.constexpr,
+):
+    """``_vtrace_kernel`` as a walk fed through shared memory (``_async_walk``): each chunk's inputs are
+    copied ``NUM_STAGES - 1`` chunks ahead, then read in the walk's layout and scanned in each warp;
+    ``x_{t+1}`` is the row before ``x``'s in the same tile (the carry for the first). Only ``(alpha, beta)``
+    stay in registers through the scan: the policy-gradient advantages come from the chunk read again
+    after it (:func:`_async_walk.read_again`): the rule's tiles then take about 170 registers, where
+    holding the chunk's values through the scan spilled (255)."""
+    gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
+    lam = _scan.scalar(lam_hi, lam_lo, ACC)
+    rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
+    c_bar = _scan.scalar(c_bar_hi, c_bar_lo, ACC)
+    pg_rho_bar = _scan.scalar(pg_hi, pg_lo, ACC)
+    FLOATS: gl.constexpr = r_ptr.dtype.element_ty
+    WALK: gl.constexpr = _async_walk.walk_layout(BLOCK_T, BLOCK_N, TIME_THREADS, gl.num_warps())
+    r_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    v_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    lr_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    term_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    if HAS_TRUNC:
+        trunc_s = _async_walk.ring(gl.int8, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    else:
+        trunc_s = term_s  # never copied into nor read
+    if HAS_NEXT:
+        nv_s = _async_walk.ring(FLOATS, NUM_STAGES, BLOCK_T, BLOCK_N, TIME_THREADS)
+    else:
+        nv_s = v_s  # never copied into nor read
+    n0 = gl.program_id(0) * BLOCK_N
+    for ahead in gl.static_range(NUM_STAGES - 1):
+        _vtrace_async_copies(r_s, v_s, lr_s, term_s, trunc_s, nv_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr,
+                             s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr,
+                             s_nv_t, s_nv_n, ahead, n0, T, N, HAS_TRUNC, HAS_NEXT, BLOCK_T, NUM_STAGES)
+    rows = gl.arange(0, BLOCK_T, layout=gl.SliceLayout(1, WALK))
+    n = n0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, WALK))
+    n_ok = n < N
+    if HAS_NEXT:
+        bootstrap = gl.zeros([BLOCK_N], ACC, layout=gl.SliceLayout(0, WALK))  # never read
+    else:
+        bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
+    carry = gl.zeros([BLOCK_N], ACC, layout=gl.SliceLayout(0, WALK))  # x_T = 0
+    v_before = gl.zeros([BLOCK_N], ACC, layout=gl.SliceLayout(0, WALK))  # V_T: never read
+    for chunk in range(0, gl.cdiv(T, BLOCK_T)):
+        _async_walk.wait_for_chunk(NUM_STAGES)
+        _vtrace_async_copies(r_s, v_s, lr_s, term_s, trunc_s, nv_s, r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr,
+                             s_lr_t, s_lr_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr,
+                             s_nv_t, s_nv_n, chunk + NUM_STAGES - 1, n0, T, N, HAS_TRUNC, HAS_NEXT, BLOCK_T,
+                             NUM_STAGES)
+        stage = chunk % NUM_STAGES
+        t = T - 1 - chunk * BLOCK_T - rows
+        mask = (t >= 0)[:, None] & n_ok[None, :]
+        not_last = (t < T - 1)[:, None]
+        r, v, rho, v_succ, v_after, terminated, done = _vtrace_async_chunk(
+            r_s, v_s, lr_s, term_s, trunc_s, nv_s, stage, t, v_before, bootstrap, T, HAS_TRUNC, HAS_NEXT, ACC, WALK)
+        # Rows before step 0 come last in a chunk, after every real row in scan order: left unmasked.
+        alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar, False)
+        x_before = carry
+        x, carry = _async_walk.scan_chunk(alpha, beta, carry)
+        x_next = _async_walk.successor_rows(x, x_before)
+        _async_walk.read_again()
+        r, v, rho, v_succ, v_after, terminated, done = _vtrace_async_chunk(
+            r_s, v_s, lr_s, term_s, trunc_s, nv_s, stage, t, v_before, bootstrap, T, HAS_TRUNC, HAS_NEXT, ACC, WALK)
+        pg_fixed, pg_per_next = _vtrace_pg_terms(r, v, rho, v_succ, v_after, terminated, done, not_last, gamma, lam,
+                                                 pg_rho_bar)
+        _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
+        _scan.store_tile(pg_ptr, pg_fixed + pg_per_next * x_next, t, n, s_pg_t, s_pg_n, mask)
+        v_before = _async_walk.last_row(v)
 
 
 def validate(

@@ -61,7 +61,7 @@ def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
     kernel = kernel_of(estimator, config)
     float_type = "bf16" if config.async_walk else "fp32"
     if config.async_walk:
-        time_threads, source = _async_walk.time_threads(config.block_n, config.num_warps, 2), GluonASTSource
+        time_threads, source = _launch._time_threads(config, False, 2), GluonASTSource
     elif config.explicit_layout:
         time_threads, source = _explicit_layout.time_threads(config.block_t, config.num_warps), GluonASTSource
     else:

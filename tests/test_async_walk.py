@@ -1,10 +1,10 @@
-"""The async-walk twins of GAE, Retrace, lambda and discounted returns (``kernels._async_walk``, Gluon:
+"""The async-walk twins of GAE, V-trace, Retrace, lambda and discounted returns (``kernels._async_walk``, Gluon:
 walks fed through shared memory by asynchronous copies): the rules that pick them, the inputs their
 copies can move, their errors, their builds for sm_90 (no GPU needed: Triton's own compiler and
 ``ptxas``), and on a GPU their outputs against the float64 reference, with the Triton walks taking
 the problems they cannot copy. The interpreter cannot run Gluon kernels, so without a GPU the
 reference check is the GPU suite's (docs/perf.md, "Walks fed through shared memory", "Async walks
-for lambda returns, discounted returns and Retrace")."""
+for lambda returns, discounted returns and Retrace", "V-trace's async walks")."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def triton_kernel(op: str):
     return getattr(importlib.import_module(f"kernels.{op}"), f"_{op}_kernel")
 
 
-ASYNC_OPS = ("gae", "lambda_returns", "discounted_returns", "retrace")  # the estimators with an async-walk twin
+ASYNC_OPS = ("gae", "lambda_returns", "discounted_returns", "retrace", "vtrace")  # the estimators with an async-walk twin
 RULED_OPS = tuple(op for op in ASYNC_OPS if _launch.kernel_traits(op)["async_walks"])  # twins their rules take
 
 
@@ -49,8 +49,14 @@ def walk(T: int, N: int, itemsize: int = 2, aligned_rows: bool = True, op: str =
     return _launch.choose_config(T, N, False, itemsize=itemsize, aligned_rows=aligned_rows, **traits)
 
 
-def async_tile(stages: int, block_n: int = 64, block_t: int = 64) -> LaunchConfig:
-    return LaunchConfig(block_t, block_n, 4, num_stages=stages, latest_first=True, async_walk=True)
+def async_tile(stages: int, block_n: int = 64, block_t: int = 64, warps: int = 4, four_envs: bool = False
+               ) -> LaunchConfig:
+    return LaunchConfig(block_t, block_n, warps, num_stages=stages, latest_first=True, env_runs_of_four=four_envs,
+                        async_walk=True)
+
+
+def ranges(op: str) -> list:
+    return _launch.async_walk_ranges(_launch.kernel_traits(op)["async_walks"])
 
 
 @pytest.mark.parametrize("T,N,tile", [(4096, 8192, async_tile(4)), (300, 8448, async_tile(4)),
@@ -89,6 +95,19 @@ def test_retrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rul
     assert walk(T, N, op="retrace") == async_tile(stages)
 
 
+@pytest.mark.parametrize("T,N,tile", [(4096, 8192, async_tile(2, 64, 128, 8, True)),
+                                      (300, 8448, async_tile(2, 64, 128, 8, True)),
+                                      (2048, 8464, async_tile(2, 128, 64, 8, True)),
+                                      (1500, 16896, async_tile(2, 128, 64, 8, True)),
+                                      (1024, 25360, async_tile(2, 128, 64, 8, True)),
+                                      (1024, 33792, async_tile(2, 128, 64, 8, True))])
+def test_vtrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, tile):
+    """16-bit V-trace ``[T, N]`` walks of more than 256 steps in 16-aligned rows (``vtrace.ASYNC_WALKS``):
+    four environments per thread on eight warps in two stages, 128 x 64 while its programs fill one wave,
+    64 x 128 from 8449 to 16896 environments and from 25345 to 33792."""
+    assert walk(T, N, op="vtrace") == tile
+
+
 @pytest.mark.parametrize("op, T, N, itemsize, aligned", [
     ("gae", 4096, 8192, 4, True),    # float32
     ("gae", 256, 8192, 2, True),     # a short sequence: held whole
@@ -102,12 +121,16 @@ def test_retrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rul
     ("discounted_returns", 256, 16384, 2, True),
     ("retrace", 4096, 8192, 4, True),
     ("retrace", 1024, 33808, 2, True),
-    ("discounted_returns", 2048, 9000, 2, False)])
+    ("discounted_returns", 2048, 9000, 2, False),
+    ("vtrace", 4096, 8192, 4, True),
+    ("vtrace", 1024, 33808, 2, True),
+    ("vtrace", 500, 20000, 2, True),    # between its second and third ranges
+    ("vtrace", 2048, 8200, 2, False)])
 def test_other_problems_keep_their_tiles(gpu_rules, op, T, N, itemsize, aligned):
     assert not walk(T, N, itemsize, aligned, op=op).async_walk
 
 
-@pytest.mark.parametrize("op", ["vtrace", "eligibility_traces", "episodic_prefix_sum", "linear_scan"])
+@pytest.mark.parametrize("op", ["eligibility_traces", "episodic_prefix_sum", "linear_scan"])
 def test_estimators_without_a_twin_keep_their_walks(gpu_rules, op):
     assert _launch.kernel_traits(op)["async_walks"] == ()
     assert not walk(4096, 8192, op=op).async_walk
@@ -115,7 +138,7 @@ def test_estimators_without_a_twin_keep_their_walks(gpu_rules, op):
 
 
 @pytest.mark.parametrize("op", ASYNC_OPS)
-def test_gae_retrace_lambda_and_discounted_returns_have_twins(op):
+def test_gae_vtrace_retrace_lambda_and_discounted_returns_have_twins(op):
     assert triton_kernel(op) in _async_walk.TWINS
 
 
@@ -182,7 +205,7 @@ def test_an_async_walk_asked_for_off_the_gpu_is_an_error():
     ("gae", 300, 72, torch.bfloat16, 0, "N = 72 is not a multiple of 16"),
     ("gae", 300, 64, torch.float32, 0, "is not a 16-bit float"),
     ("gae", 300, 64, torch.bfloat16, 1, "needs time_dim=0"),
-    ("vtrace", 300, 64, torch.bfloat16, 0, "has no async-walk kernel")])
+    ("eligibility_traces", 300, 64, torch.bfloat16, 0, "has no async-walk kernel")])
 def test_an_async_walk_the_problem_cannot_take_names_why(op, T, N, dtype, time_dim, message):
     case = make_inputs(op, T, N, seed=1, dtype=dtype)
     if time_dim:
@@ -195,28 +218,37 @@ def test_an_async_walk_the_problem_cannot_take_names_why(op, T, N, dtype, time_d
 # per warp), 32-128 steps, two to six stages.
 WALK_SHAPES = [(64, 64, 4, 2), (64, 64, 4, 3), (64, 64, 4, 4), (32, 64, 4, 6), (64, 32, 2, 4), (64, 128, 4, 3),
                (128, 64, 4, 3)]
+# Walks of four environments per thread (8-byte vectors: block_t, block_n, warps, stages).
+FOUR_ENV_SHAPES = [(128, 64, 8, 2), (64, 128, 8, 2), (64, 64, 8, 3), (32, 64, 8, 4), (64, 32, 4, 3)]
 # Each estimator with a twin, in every form its optional inputs give it (make_inputs' options).
 WALK_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(truncated=False)),
               ("lambda_returns", dict()), ("lambda_returns", dict(truncated=False)),
               ("discounted_returns", dict()), ("discounted_returns", dict(truncated=False)),
               ("discounted_returns", dict(truncated=False, next_values=True, bootstrap=False)),
               ("discounted_returns", dict(truncated=False, bootstrap=False)),
-              ("retrace", dict()), ("retrace", dict(truncated=False))]
+              ("retrace", dict()), ("retrace", dict(truncated=False)),
+              ("vtrace", dict()), ("vtrace", dict(truncated=False)), ("vtrace", dict(next_values=True))]
 
 
 # Retrace's six series take 80 KB a stage in 64 x 128 and 128 x 64 tiles: three stages of them are more
 # shared memory than the H200 has (Triton raises OutOfResources), so Retrace with truncations leaves them out.
-TOO_BIG = {("retrace", (64, 128, 4, 3)), ("retrace", (128, 64, 4, 3))}
-WALKS = [pytest.param(op, options, shape, id="-".join([op, "-".join(f"{k}={v}" for k, v in options.items()) or "plain",
-                                                       "%dx%dw%ds%d" % shape]))
-         for op, options in WALK_CASES for shape in WALK_SHAPES
-         if options.get("truncated", True) is False or (op, shape) not in TOO_BIG]
+TOO_BIG = {(op, shape) for op in ("retrace", "vtrace") for shape in ((64, 128, 4, 3), (128, 64, 4, 3))}
+def walk_param(op: str, options: dict, shape: tuple, four_envs: bool = False):
+    name = "-".join(f"{k}={v}" for k, v in options.items()) or "plain"
+    return pytest.param(op, options, shape, four_envs,
+                        id=f"{op}-{name}-" + "%dx%dw%ds%d" % shape + ("-four_envs" if four_envs else ""))
+
+
+WALKS = ([walk_param(op, options, shape) for op, options in WALK_CASES for shape in WALK_SHAPES
+          if options.get("truncated", True) is False or (op, shape) not in TOO_BIG]
+         + [walk_param(op, options, shape, True) for op, options in WALK_CASES if op == "vtrace"
+            for shape in FOUR_ENV_SHAPES])
 
 
 @pytest.mark.skipif(not ON_GPU, reason="Gluon kernels run on an NVIDIA GPU only (the interpreter cannot run them)")
 @pytest.mark.parametrize("T,N", [(1, 16), (37, 16), (300, 64), (1000, 80), (777, 1040), (4096, 256)])
-@pytest.mark.parametrize("op, options, shape", WALKS)
-def test_async_walks_match_the_reference(op, options, T, N, shape):
+@pytest.mark.parametrize("op, options, shape, four_envs", WALKS)
+def test_async_walks_match_the_reference(op, options, T, N, shape, four_envs):
     """Every chunk length, width and depth on partial chunks and partial programs, in every form of
     each estimator's optional inputs, bf16 and float16, bool and byte flags; and once with rows wider
     than N."""
@@ -227,7 +259,7 @@ def test_async_walks_match_the_reference(op, options, T, N, shape):
     case = make_inputs(op, T, N, seed=seed, dtype=dtype, flag_dtype=flag_dtype, **options)
     ref = call(R, upcast(case))
     wide = case.map(lambda _, x: torch.cat([x, x[:, :16]], dim=1)[:, :N] if x.dim() == 2 else x)
-    config = LaunchConfig(block_t, block_n, warps, num_stages=stages, async_walk=True)
+    config = LaunchConfig(block_t, block_n, warps, num_stages=stages, async_walk=True, env_runs_of_four=four_envs)
     for inputs in (case, wide):
         out = call(kernels, inputs, config=config)
         for o, r in zip(out, ref):
@@ -243,8 +275,7 @@ def test_the_default_walk_takes_the_twin_or_the_triton_walk_and_both_are_right(o
     """At 300 steps of the first range of environments the rule gives the twin; float flags, rows 8
     elements wider than N or data off 16-byte alignment send the call to the Triton walk instead, with
     the same results."""
-    _, _, _, first, _ = _launch.kernel_traits(op)["async_walks"][0]
-    T, N = 300, first
+    T, N = 300, ranges(op)[0].first
     assert _launch.estimator_config(op, T, N, False, 2).async_walk
     case = make_inputs(op, T, N, seed=7, dtype=torch.bfloat16, flag_dtype=flag_dtype)
     if wider or offset:
@@ -263,37 +294,40 @@ def test_the_default_walk_takes_the_twin_or_the_triton_walk_and_both_are_right(o
 
 
 # Each twin in each tile its rule takes (block_t, block_n, stages).
-RULE_TILES = sorted({(op, block_t, block_n, stages) for op in RULED_OPS
-                     for block_t, block_n, stages, _, _ in _launch.kernel_traits(op)["async_walks"]})
+RULE_TILES = sorted({(op, rule.block_t, rule.block_n, rule.stages, rule.num_warps, rule.four_envs)
+                     for op in RULED_OPS for rule in ranges(op)})
 
 
 @pytest.fixture(scope="module")
 def sm90_builds():
     """Each async-walk twin in each of its rule's tiles, with and without its optional inputs, built for
-    sm_90 by ``sm90_build.py`` in a process of its own; keyed by ``(estimator, block_t, block_n, stages,
-    options)``."""
-    jobs = [[op, [*async_tile(stages, block_n, block_t).__dict__.values()], options]
-            for op, block_t, block_n, stages in RULE_TILES for options in (False, True)]
+    sm_90 by ``sm90_build.py`` in a process of its own; keyed by ``RULE_TILES``' entry and ``options``."""
+    jobs = [[op, [*async_tile(stages, block_n, block_t, warps, four_envs).__dict__.values()], options]
+            for op, block_t, block_n, stages, warps, four_envs in RULE_TILES for options in (False, True)]
     builds = {}
     for op, fields, options, build in built_for_sm90(jobs):
         config = LaunchConfig(*fields)
-        builds[(op, config.block_t, config.block_n, config.num_stages, options)] = build
+        builds[(op, config.block_t, config.block_n, config.num_stages, config.num_warps, config.env_runs_of_four,
+                options)] = build
     return builds
+
+
+READS_AGAIN = {"vtrace": 1}  # barriers a chunk beside the walk's own: _async_walk.read_again
 
 
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("options", [False, True], ids=["without_optional_inputs", "with_them"])
-@pytest.mark.parametrize("op, block_t, block_n, stages", RULE_TILES, ids=lambda x: str(x))
-def test_the_twins_build_for_sm90_with_few_barriers_and_hardly_a_spill(sm90_builds, op, block_t, block_n, stages,
-                                                                      options):
+@pytest.mark.parametrize("tile", RULE_TILES, ids=lambda x: "-".join(map(str, x)))
+def test_the_twins_build_for_sm90_with_few_barriers_and_hardly_a_spill(sm90_builds, tile, options):
     """One barrier a chunk, the walk's own (the Triton walk's 64 x 64 bf16 tile takes 15; Triton 3.9's
-    PTX has that one, Triton 3.6's one per stage: `docs/bench/async_walks/builds.log`), every series
-    copied ahead as 16-byte vectors (``cp.async`` of 16 bytes, none smaller), at most one value spilled
-    (Triton 3.6's ``ptxas`` spills 4 bytes of discounted returns' twin without its optional inputs in
-    64 x 64 tiles of two stages, in 80 registers; that form ran as fast as the Triton walk there:
-    `docs/bench/async_returns/options.log`)."""
-    build = sm90_builds[(op, block_t, block_n, stages, options)]
-    assert 1 <= build["barriers"] <= stages
+    PTX has that one, Triton 3.6's one per stage: `docs/bench/async_walks/builds.log`), and V-trace's
+    second before it reads the chunk again; every series copied ahead as 16-byte vectors (``cp.async``
+    of 16 bytes, none smaller), at most one value spilled (Triton 3.6's ``ptxas`` spills 4 bytes of
+    discounted returns' twin without its optional inputs in 64 x 64 tiles of two stages, in 80
+    registers; that form ran as fast as the Triton walk there: `docs/bench/async_returns/options.log`)."""
+    op, stages = tile[0], tile[3]
+    build = sm90_builds[(*tile, options)]
+    assert 1 <= build["barriers"] <= stages + READS_AGAIN.get(op, 0)
     sizes = re.findall(r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (\w+)", build["ptx"])
     assert sizes and set(sizes) == {"0x10"}
     if build["ptxas"] is not None:

@@ -9,7 +9,9 @@ Triton walks their sweeps' cells took (``TRITON_WALKS``); ``retrace``: Retrace w
 truncations, and GAE (whose rule gained 64 x 128 tiles) with truncations, with ``next_values`` too and
 with terminations only, against the block shape the kernels take without the async walks
 (``_launch.estimator_config(..., async_walks=False)``); ``discounted_first``: discounted returns in
-their four forms at 8192 x 3000, in the final rule's 128 x 64 range, against that block shape too.
+their four forms at 8192 x 3000, in the final rule's 128 x 64 range, against that block shape too;
+``vtrace`` (thirty-ninth session, ``../vtrace_async``): V-trace with truncations, with ``next_values`` too
+and with terminations only, against that block shape.
 
   PYTHONPATH=. python docs/bench/async_returns/options.py PLAN OUT.json
 """
@@ -34,12 +36,15 @@ FORMS = {"lambda_returns": {"truncated": lambda a, kw: (a, kw),
                                 "next_values": lambda a, kw: (a, without(kw, "truncated", "bootstrap_value")),
                                 "zero_end": lambda a, kw: (a, without(kw, "truncated", "next_values",
                                                                       "bootstrap_value"))},
+         "vtrace": {"truncated": lambda a, kw: (a, kw),
+                    "next_values": lambda a, kw: (a, dict(kw, next_values=torch.randn_like(a[1]))),
+                    "terminated": lambda a, kw: (a, without(kw, "truncated"))},
          "retrace": {"truncated": lambda a, kw: (a, kw), "terminated": lambda a, kw: (a, without(kw, "truncated"))},
          "gae": {"truncated": lambda a, kw: (a, kw),
                  "next_values": lambda a, kw: (a, dict(kw, next_values=torch.randn_like(a[1]))),
                  "terminated": lambda a, kw: (a, without(kw, "truncated"))}}
 PLANS = {"light": ("lambda_returns", "discounted_returns"), "retrace": ("retrace", "gae"),
-         "discounted_first": ("discounted_returns",)}
+         "discounted_first": ("discounted_returns",), "vtrace": ("vtrace",)}
 
 
 def triton_walk(est: str, N: int, T: int):
