@@ -865,7 +865,7 @@ def shuffles_time(config: LaunchConfig, time_contiguous: bool, compute_dtype: to
 
 
 @lru_cache(maxsize=None)
-def kernel_traits(estimator: str) -> dict:
+def kernel_traits(estimator: str, form: Optional[str] = None) -> dict:
     """``choose_config``'s keyword arguments that describe ``estimator``'s kernel: its module's
     ``WIDE_SCAN`` (default false), ``PIPELINED_WALKS`` (default true), ``LIGHT_STEPS``,
     ``LATEST_FIRST``, ``SUCCESSOR_ROWS``, ``LONG_RUN_TILES``, ``DEEP_WALKS``, ``ONE_ENV_WALKS``,
@@ -874,8 +874,17 @@ def kernel_traits(estimator: str) -> dict:
     ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES``, ``UNALIGNED_LOOK_BACK_TILE`` and
     ``PERSISTENT_LOOK_BACK_TILE`` (default none); ``ASYNC_WALKS`` (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
+    ``form`` names one of the module's ``FORMS``, the traits a form of its kernel that some calls launch
+    measured otherwise (V-trace's that stores ``vs - V`` as ``pg_adv``); ``None``, its ``DEFAULT_FORM``,
+    the form a call with the default arguments launches (a module without forms: its traits).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
+    form = form or getattr(module, "DEFAULT_FORM", None)
+    return {**_module_traits(module, estimator), **(module.FORMS[form] if form else {})}
+
+
+def _module_traits(module, estimator: str) -> dict:
+    """:func:`kernel_traits` from the module's own attributes."""
     return {"wide_scan": getattr(module, "WIDE_SCAN", False),
             "pipelined_walks": getattr(module, "PIPELINED_WALKS", True),
             "light_steps": getattr(module, "LIGHT_STEPS", False),
@@ -898,6 +907,12 @@ def kernel_traits(estimator: str) -> dict:
             "explicit_short_tiles": getattr(module, f"_{estimator}_kernel", None) in _explicit_layout.TWINS}
 
 
+def time_is_contiguous(stride_t: int, N: int) -> bool:
+    """Whether a launch whose first input has time stride ``stride_t`` reads ``[N, T]`` storage (time the
+    stride-1 axis; one environment counts as ``[T, N]``)."""
+    return stride_t == 1 and N > 1
+
+
 def rows_are_aligned(row_stride: int) -> bool:
     """Whether a tile's rows start a multiple of 16 elements apart (``choose_config``'s
     ``aligned_rows``): Triton specializes integer arguments divisible by 16, and only then knows it
@@ -906,23 +921,24 @@ def rows_are_aligned(row_stride: int) -> bool:
 
 
 def estimator_config(estimator: str, T: int, N: int, time_contiguous: bool, itemsize: int,
-                     aligned_rows: bool = True, async_walks: bool = True) -> LaunchConfig:
+                     aligned_rows: bool = True, async_walks: bool = True, form: Optional[str] = None) -> LaunchConfig:
     """The block shape ``kernels.<estimator>`` launches with ``config=None``: :func:`choose_config`
-    with the :func:`kernel_traits` of its module (the benchmark reports the same), explicit layouts
-    and async walks only where Gluon kernels run (``EXPLICIT_LAYOUTS``); ``launch`` derives
-    ``aligned_rows`` from the first input's row stride, and asks again without ``async_walks`` for
-    inputs the async walk cannot copy (:func:`async_walk_misfit`)."""
-    traits = kernel_traits(estimator)
+    with the :func:`kernel_traits` of its module in ``form`` (``None``: a call with the default
+    arguments; the benchmark reports the same), explicit layouts and async walks only where Gluon kernels
+    run (``EXPLICIT_LAYOUTS``); ``launch`` derives ``aligned_rows`` from the first input's row stride, and
+    asks again without ``async_walks`` for inputs the async walk cannot copy (:func:`async_walk_misfit`)."""
+    traits = kernel_traits(estimator, form)
     return choose_config(T, N, time_contiguous, itemsize=itemsize, aligned_rows=aligned_rows,
                          **dict(traits, explicit_short_tiles=traits["explicit_short_tiles"] and EXPLICIT_LAYOUTS,
                                 async_walks=traits["async_walks"] if EXPLICIT_LAYOUTS and async_walks else ()))
 
 
 def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coefficients: tuple,
-           **constexprs) -> None:
+           form: Optional[str] = None, **constexprs) -> None:
     """Launch an estimator kernel: its tensor arguments, the look-back workspace, sizes, coefficients.
 
-    ``config=None`` takes the :func:`estimator_config` of the module that defines ``kernel``;
+    ``config=None`` takes the :func:`estimator_config` of the module that defines ``kernel``, in the
+    kernel's ``form`` (:func:`kernel_traits`);
     ``tensors[:3]`` is the first input's ``(tensor, stride_t, stride_n)``, which says whether time
     is contiguous and whether a tile's rows start a multiple of 16 elements apart (``aligned_rows``).
 
@@ -937,19 +953,20 @@ def launch(kernel, batch, config: Optional[LaunchConfig], tensors: tuple, coeffi
     The launch goes through the kernel's :class:`~kernels._direct_launch.DirectLauncher`.
     """
     T, N = batch.T, batch.N
-    time_contiguous = tensors[1] == 1 and N > 1
+    time_contiguous = time_is_contiguous(tensors[1], N)
     itemsize = batch.out_dtype.itemsize
     estimator = kernel.fn.__module__.rpartition(".")[2]
     aligned_rows = rows_are_aligned(tensors[2] if time_contiguous else tensors[1])
     chosen = config is None
     if chosen:
-        config = estimator_config(estimator, T, N, time_contiguous, itemsize, aligned_rows=aligned_rows)
+        config = estimator_config(estimator, T, N, time_contiguous, itemsize, aligned_rows=aligned_rows, form=form)
     if config.async_walk:
         problem = async_walk_misfit(kernel, batch, time_contiguous, config, tensors)
         if problem is None:
             kernel = _async_walk.TWINS[kernel]
         elif chosen:
-            config = estimator_config(estimator, T, N, time_contiguous, itemsize, aligned_rows, async_walks=False)
+            config = estimator_config(estimator, T, N, time_contiguous, itemsize, aligned_rows, async_walks=False,
+                                      form=form)
         else:
             raise ValueError(f"LaunchConfig.async_walk: {problem}")
     num_chunks = triton.cdiv(T, config.block_t)

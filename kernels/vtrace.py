@@ -11,6 +11,12 @@ With ``rho_t = exp(log_rhos_t)`` and ``V'_t`` as in GAE::
 As a scan over ``x_t = vs_t - V_t``: ``alpha_t = delta_t``, ``beta_t = gamma (1 - done_t) c_t``,
 reverse in time. ``pg_adv`` needs ``x_{t+1}``, the scan's exclusive value, which the engine
 produces in the same pass (``scan_chunk_with_next``), so nothing is re-read.
+
+Where ``rho_bar = c_bar = pg_rho_bar`` (the defaults, as in rlax) and ``V'_t = V_{t+1}`` before the last
+step (no ``next_values``), ``pg_adv_t = x_t``: for ``t < T-1`` not done,
+``pg_adv_t = min(rho_bar, rho_t) (r_t + gamma V_{t+1} - V_t) + gamma lam min(c_bar, rho_t) x_{t+1}
+= delta_t + beta_t x_{t+1}``; where done, or at ``T-1`` (``x_T = 0``), both are ``delta_t``. The kernels
+then scan two values and store ``x`` as ``pg_adv`` (``PG_IS_X``) where :func:`stores_x_as_pg` says so.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import torch
 
 from kernels import _async_walk, _explicit_layout, _scan, reference
 from kernels._args import Batch, check_bootstrap, check_scalar
-from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars
+from kernels._launch import LaunchConfig, launch, persistent_twin_of, scalars, time_is_contiguous
 from kernels._replay import replayable
 from kernels._triton import gl, gluon, runs_triton, tl, triton
 
@@ -64,6 +70,14 @@ PERSISTENT_LOOK_BACK_TILE = (64, 32, 4, 2, 2048, 3584)
 # next_values ran 0.88x the Triton walk's speed: left to the Triton walk.
 ASYNC_WALKS = ((128, 64, 2, 8192, 8448, 8, True), (64, 128, 2, 8449, 16896, 8, True),
                (64, 128, 2, 25345, 33792, 8, True))
+# The form that stores x as pg_adv (PG_IS_X: stores_x_as_pg) walks 16-bit [T, N] sequences from 8192 to 8448
+# environments in 64 x 64 tiles of 16-byte vectors on four warps, four stages deep (GAE's tile: 1.26-1.28x the
+# other form's walks there, where its own 128 x 64 ran 0.80-0.91x); elsewhere in the other form's tiles.
+PG_IS_X_ASYNC_WALKS = ((64, 64, 4, 8192, 8448),) + ASYNC_WALKS[1:]
+# Block-shape traits of the kernel's two forms (_launch.kernel_traits); a call with the default arguments
+# launches the first wherever stores_x_as_pg says so.
+FORMS = {"pg_is_x": dict(async_walks=PG_IS_X_ASYNC_WALKS), "pg_from_x_next": {}}
+DEFAULT_FORM = "pg_is_x"
 
 
 @triton.jit
@@ -140,6 +154,7 @@ def _vtrace_kernel(
     pg_lo,
     HAS_TRUNC: tl.constexpr,
     HAS_NEXT: tl.constexpr,
+    PG_IS_X: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -181,12 +196,17 @@ def _vtrace_kernel(
         else:
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
         alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
-        x, x_next, carry = _scan.scan_chunk_with_next(
-            alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK, SHUFFLE_TIME, LATEST_FIRST,
-            TIME_THREADS,
-        )
-        pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
-                                       pg_rho_bar)
+        if PG_IS_X:
+            x, carry = _scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
+                                        LOOKBACK, NUM_STAGES, SHUFFLE_TIME, LATEST_FIRST, TIME_THREADS)
+            pg_adv = x
+        else:
+            x, x_next, carry = _scan.scan_chunk_with_next(
+                alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, LOOKBACK, SHUFFLE_TIME,
+                LATEST_FIRST, TIME_THREADS,
+            )
+            pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
+                                           pg_rho_bar)
         _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
         _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
 
@@ -264,6 +284,7 @@ def _vtrace_persistent_kernel(
     pg_lo,
     HAS_TRUNC: tl.constexpr,
     HAS_NEXT: tl.constexpr,
+    PG_IS_X: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -302,10 +323,15 @@ def _vtrace_persistent_kernel(
         else:
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
         alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
-        x, x_next, _ = _scan.scan_chunk_with_next(alpha, beta, tl.zeros([BLOCK_N], ACC), chunk, block, T, N, ws,
-                                                  flags, BLOCK_T, BLOCK_N, LOOKBACK, 0, True, TIME_THREADS)
-        pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
-                                       pg_rho_bar)
+        if PG_IS_X:
+            x, _ = _scan.scan_chunk(alpha, beta, tl.zeros([BLOCK_N], ACC), chunk, block, T, N, ws, flags, BLOCK_T,
+                                    BLOCK_N, True, LOOKBACK, 1, 0, True, TIME_THREADS)
+            pg_adv = x
+        else:
+            x, x_next, _ = _scan.scan_chunk_with_next(alpha, beta, tl.zeros([BLOCK_N], ACC), chunk, block, T, N, ws,
+                                                      flags, BLOCK_T, BLOCK_N, LOOKBACK, 0, True, TIME_THREADS)
+            pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma,
+                                           lam, pg_rho_bar)
         _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
         _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
         r, v, log_rhos, terminated, done, after, next_values, bootstrap = next_inputs
@@ -357,6 +383,7 @@ def _vtrace_explicit_kernel(
     pg_lo,
     HAS_TRUNC: tl.constexpr,
     HAS_NEXT: tl.constexpr,
+    PG_IS_X: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -388,9 +415,13 @@ def _vtrace_explicit_kernel(
         bootstrap = _scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
         v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_succ)
     alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
-    x, x_next = _explicit_layout.scan_tile_with_next(alpha, beta)
-    pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
-                                   pg_rho_bar)
+    if PG_IS_X:
+        x, _ = _explicit_layout.scan_tile(alpha, beta)
+        pg_adv = x
+    else:
+        x, x_next = _explicit_layout.scan_tile_with_next(alpha, beta)
+        pg_adv = _vtrace_pg_advantages(r, v, rho, v_succ, v_after, x_next, terminated, done, not_last, gamma, lam,
+                                       pg_rho_bar)
     _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
     _scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
 
@@ -482,6 +513,7 @@ def _vtrace_async_walk_kernel(
     pg_lo,
     HAS_TRUNC: tl.constexpr,
     HAS_NEXT: tl.constexpr,
+    PG_IS_X: tl.constexpr,
     ACC: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -493,10 +525,10 @@ def _vtrace_async_walk_kernel(
 ):
     """``_vtrace_kernel`` as a walk fed through shared memory (``_async_walk``): each chunk's inputs are
     copied ``NUM_STAGES - 1`` chunks ahead, then read in the walk's layout and scanned in each warp;
-    ``x_{t+1}`` is the row before ``x``'s in the same tile (the carry for the first). Only ``(alpha, beta)``
-    stay in registers through the scan: the policy-gradient advantages come from the chunk read again
-    after it (:func:`_async_walk.read_again`): the rule's tiles then take about 170 registers, where
-    holding the chunk's values through the scan spilled (255)."""
+    ``x_{t+1}`` is the row before ``x``'s in the same tile (the carry for the first). Unless ``PG_IS_X``,
+    only ``(alpha, beta)`` stay in registers through the scan: the policy-gradient advantages come from
+    the chunk read again after it (:func:`_async_walk.read_again`): the rule's tiles then take about 170
+    registers, where holding the chunk's values through the scan spilled (255)."""
     gamma = _scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = _scan.scalar(lam_hi, lam_lo, ACC)
     rho_bar = _scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
@@ -546,14 +578,19 @@ def _vtrace_async_walk_kernel(
         alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar, False)
         x_before = carry
         x, carry = _async_walk.scan_chunk(alpha, beta, carry)
-        x_next = _async_walk.successor_rows(x, x_before)
-        _async_walk.read_again()
-        r, v, rho, v_succ, v_after, terminated, done = _vtrace_async_chunk(
-            r_s, v_s, lr_s, term_s, trunc_s, nv_s, stage, t, v_before, bootstrap, T, HAS_TRUNC, HAS_NEXT, ACC, WALK)
-        pg_fixed, pg_per_next = _vtrace_pg_terms(r, v, rho, v_succ, v_after, terminated, done, not_last, gamma, lam,
-                                                 pg_rho_bar)
-        _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
-        _scan.store_tile(pg_ptr, pg_fixed + pg_per_next * x_next, t, n, s_pg_t, s_pg_n, mask)
+        if PG_IS_X:
+            _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
+            _scan.store_tile(pg_ptr, x, t, n, s_pg_t, s_pg_n, mask)
+        else:
+            x_next = _async_walk.successor_rows(x, x_before)
+            _async_walk.read_again()
+            r, v, rho, v_succ, v_after, terminated, done = _vtrace_async_chunk(
+                r_s, v_s, lr_s, term_s, trunc_s, nv_s, stage, t, v_before, bootstrap, T, HAS_TRUNC, HAS_NEXT, ACC,
+                WALK)
+            pg_fixed, pg_per_next = _vtrace_pg_terms(r, v, rho, v_succ, v_after, terminated, done, not_last, gamma,
+                                                     lam, pg_rho_bar)
+            _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
+            _scan.store_tile(pg_ptr, pg_fixed + pg_per_next * x_next, t, n, s_pg_t, s_pg_n, mask)
         v_before = _async_walk.last_row(v)
 
 
@@ -651,12 +688,15 @@ def vtrace(
         return b.from_time_major(vs), b.from_time_major(pg_adv)
     vs, pg_adv = b.output(), b.output()
     if b.T > 0:
+        first = b.series("rewards", rewards)
+        x_as_pg = stores_x_as_pg(pg_is_x(next_values is not None, rho_bar, c_bar, pg_rho_bar), b.out_dtype.itemsize,
+                                 time_is_contiguous(first[1], b.N))
         launch(
             _vtrace_kernel,
             b,
             config,
             (
-                *b.series("rewards", rewards),
+                *first,
                 *b.series("values", rewards),
                 *b.series("log_rhos", rewards),
                 *b.series("terminated", rewards),
@@ -669,7 +709,25 @@ def vtrace(
                 *b.strides(pg_adv),
             ),
             scalars(gamma, lam, rho_bar, c_bar, pg_rho_bar),
+            form="pg_is_x" if x_as_pg else "pg_from_x_next",
             HAS_TRUNC=truncated is not None,
             HAS_NEXT=next_values is not None,
+            PG_IS_X=x_as_pg,
         )
     return vs, pg_adv
+
+
+def pg_is_x(has_next_values: bool, rho_bar: float, c_bar: float, pg_rho_bar: float) -> bool:
+    """Whether ``pg_adv = vs - V`` exactly (module docstring): the three clipping thresholds equal and
+    ``V'_t = V_{t+1}`` before the last step, which holds without ``next_values`` only (given ones may
+    differ from the next row's values)."""
+    return not has_next_values and rho_bar == c_bar == pg_rho_bar
+
+
+def stores_x_as_pg(exact: bool, itemsize: int, time_contiguous: bool) -> bool:
+    """Whether a call launches the kernels' form that stores ``x`` as ``pg_adv`` (``PG_IS_X``) where
+    :func:`pg_is_x` holds (``exact``): for 16-bit floats (1.02-1.43x the other form on 15 bf16 ``[T, N]``
+    cells, H200) and ``[N, T]`` rows (1.00-1.46x on 11 float32 cells), not float32 ``[T, N]`` sequences, whose
+    tiles were tuned for the other form and ran it 0.70-1.08x (docs/perf.md, "V-trace's policy-gradient
+    advantages as vs - V")."""
+    return exact and (itemsize == 2 or time_contiguous)

@@ -3,7 +3,8 @@
 the async-walk twin (with bf16 series) where it says ``async_walk``, else the Triton kernel in that block shape (rows latest first; thread runs and
 ``RUN_SUCCESSORS`` as ``_launch`` would pass them for float32). The JSON argument lists
 ``[estimator, LaunchConfig fields, options]``, the options ``true`` for every optional input
-(``HAS_*``) and ``false`` for none; for each, the PTX's barrier count, the PTX, ``ptxas -v``'s
+(``HAS_*``) and ``false`` for none (V-trace's ``PG_IS_X`` as its default call then takes it: without
+them only); for each, the PTX's barrier count, the PTX, ``ptxas -v``'s
 report and the SASS (``None`` when Triton finds no ``ptxas`` or ``cuobjdump``). Prints one JSON line."""
 
 import importlib
@@ -72,6 +73,7 @@ def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
                   STARTS_AT=False, REVERSE=True, TIME_THREADS=time_threads, ENV_RUNS_OF_FOUR=config.env_runs_of_four,
                   RUN_SUCCESSORS=_launch.successors_from_runs(config, 4, config.lookback))
     values.update({param.name: options for param in kernel.params if param.name.startswith("HAS_")})
+    values.update(PG_IS_X=not options)
     signature, constants, attrs = specialisation(kernel, values, float_type)
     compiled = triton.compile(source(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32),

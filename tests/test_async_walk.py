@@ -43,9 +43,10 @@ def gpu_rules(monkeypatch):
     _launch.choose_config.cache_clear()
 
 
-def walk(T: int, N: int, itemsize: int = 2, aligned_rows: bool = True, op: str = "gae") -> LaunchConfig:
-    """The block shape ``choose_config`` gives ``op``'s walks (short sequences not held whole)."""
-    traits = dict(_launch.kernel_traits(op), explicit_short_tiles=False)
+def walk(T: int, N: int, itemsize: int = 2, aligned_rows: bool = True, op: str = "gae", form=None) -> LaunchConfig:
+    """The block shape ``choose_config`` gives ``op``'s walks (short sequences not held whole) in its kernel's
+    ``form`` (``None``: as a call with the default arguments launches it)."""
+    traits = dict(_launch.kernel_traits(op, form), explicit_short_tiles=False)
     return _launch.choose_config(T, N, False, itemsize=itemsize, aligned_rows=aligned_rows, **traits)
 
 
@@ -55,8 +56,13 @@ def async_tile(stages: int, block_n: int = 64, block_t: int = 64, warps: int = 4
                         async_walk=True)
 
 
-def ranges(op: str) -> list:
-    return _launch.async_walk_ranges(_launch.kernel_traits(op)["async_walks"])
+def ranges(op: str, form=None) -> list:
+    return _launch.async_walk_ranges(_launch.kernel_traits(op, form)["async_walks"])
+
+
+def forms(op: str) -> tuple:
+    """The forms of ``op``'s kernel (``FORMS``; ``(None,)`` for a kernel of one form)."""
+    return tuple(getattr(importlib.import_module(f"kernels.{op}"), "FORMS", {None: {}}))
 
 
 @pytest.mark.parametrize("T,N,tile", [(4096, 8192, async_tile(4)), (300, 8448, async_tile(4)),
@@ -104,8 +110,11 @@ def test_retrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rul
 def test_vtrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, tile):
     """16-bit V-trace ``[T, N]`` walks of more than 256 steps in 16-aligned rows (``vtrace.ASYNC_WALKS``):
     four environments per thread on eight warps in two stages, 128 x 64 while its programs fill one wave,
-    64 x 128 from 8449 to 16896 environments and from 25345 to 33792."""
-    assert walk(T, N, op="vtrace") == tile
+    64 x 128 from 8449 to 16896 environments and from 25345 to 33792; the form that stores ``vs - V`` as
+    ``pg_adv`` (a call with the default arguments) 64 x 64 in four stages on four warps to 8448
+    (``vtrace.PG_IS_X_ASYNC_WALKS``), the same tiles beyond."""
+    assert walk(T, N, op="vtrace", form="pg_from_x_next") == tile
+    assert walk(T, N, op="vtrace") == (async_tile(4) if N <= 8448 else tile)
 
 
 @pytest.mark.parametrize("op, T, N, itemsize, aligned", [
@@ -227,7 +236,8 @@ WALK_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(tru
               ("discounted_returns", dict(truncated=False, next_values=True, bootstrap=False)),
               ("discounted_returns", dict(truncated=False, bootstrap=False)),
               ("retrace", dict()), ("retrace", dict(truncated=False)),
-              ("vtrace", dict()), ("vtrace", dict(truncated=False)), ("vtrace", dict(next_values=True))]
+              ("vtrace", dict()), ("vtrace", dict(truncated=False)), ("vtrace", dict(next_values=True)),
+              ("vtrace", dict(scalars=dict(pg_rho_bar=0.8)))]  # V-trace's pg_adv = vs - V (pg_is_x) but here
 
 
 # Retrace's six series take 80 KB a stage in 64 x 128 and 128 x 64 tiles: three stages of them are more
@@ -239,7 +249,8 @@ TOO_BIG = {(op, shape) for op in ("retrace", "vtrace") for shape in ((64, 128, 4
 
 
 def walk_param(op: str, options: dict, shape: tuple, four_envs: bool = False):
-    name = "-".join(f"{k}={v}" for k, v in options.items()) or "plain"
+    name = "-".join(f"{k}={v}" for k, v in {**options, **options.get("scalars", {})}.items()
+                    if k != "scalars") or "plain"
     return pytest.param(op, options, shape, four_envs,
                         id=f"{op}-{name}-" + "%dx%dw%ds%d" % shape + ("-four_envs" if four_envs else ""))
 
@@ -298,9 +309,9 @@ def test_the_default_walk_takes_the_twin_or_the_triton_walk_and_both_are_right(o
         assert rel_err(o, r) < 1e-2
 
 
-# Each twin in each tile its rule takes (block_t, block_n, stages).
+# Each twin in each tile its rule takes in each form of its kernel (block_t, block_n, stages, warps, four per thread).
 RULE_TILES = sorted({(op, rule.block_t, rule.block_n, rule.stages, rule.num_warps, rule.four_envs)
-                     for op in RULED_OPS for rule in ranges(op)})
+                     for op in RULED_OPS for form in forms(op) for rule in ranges(op, form)})
 
 
 @pytest.fixture(scope="module")

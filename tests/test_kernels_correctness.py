@@ -79,8 +79,9 @@ def assert_matches(case: Case, *, time_dim: int = 0, ref_case: Case | None = Non
 OP_CASES = [
     ("gae", dict()),
     ("gae", dict(next_values=True)),
-    ("vtrace", dict()),
+    ("vtrace", dict()),  # pg_adv = vs - V (vtrace.pg_is_x)
     ("vtrace", dict(next_values=True, scalars=dict(lam=0.9))),
+    ("vtrace", dict(scalars=dict(lam=0.9, pg_rho_bar=1.2))),  # pg_adv from x_{t+1}, successors from the values
     ("retrace", dict()),
     ("lambda_returns", dict()),
     ("discounted_returns", dict()),  # truncated + next_values + bootstrap_value
@@ -424,6 +425,26 @@ def test_float64_coefficients_below_float32_range(pg_rho_bar):
     case = make_inputs("vtrace", 30, 5, dtype=torch.float64, scalars=dict(pg_rho_bar=pg_rho_bar, c_bar=1e-300))
     (vs, pg_adv), _ = assert_matches(case)
     assert bool((pg_adv != 0).any())
+
+
+@pytest.mark.parametrize("kw, dtype, time_dim, x_as_pg", [
+    (dict(), torch.bfloat16, 0, True), (dict(), torch.float32, 1, True), (dict(), torch.float32, 0, False),
+    (dict(scalars=dict(rho_bar=2.0, c_bar=2.0, pg_rho_bar=2.0)), torch.bfloat16, 0, True),
+    (dict(next_values=True), torch.bfloat16, 0, False), (dict(scalars=dict(pg_rho_bar=1.2)), torch.bfloat16, 0, False),
+    (dict(scalars=dict(c_bar=0.9)), torch.float32, 1, False)], ids=str)
+def test_vtrace_stores_vs_minus_v_as_pg_adv_only_where_that_is_exact(monkeypatch, kw, dtype, time_dim, x_as_pg):
+    """The kernels skip the policy-gradient terms (``PG_IS_X``, in the form the rule knows by that name)
+    with equal clipping thresholds and no ``next_values``, for 16-bit floats and ``[N, T]`` rows
+    (``vtrace.stores_x_as_pg``), and compute them otherwise; the reference agrees either way."""
+    import importlib
+
+    module = importlib.import_module("kernels.vtrace")
+    launch, taken = module.launch, []
+    monkeypatch.setattr(module, "launch", lambda *a, **k: (taken.append((k["PG_IS_X"], k["form"])), launch(*a, **k))[1])
+    kernels.vtrace.plans.clear()  # a GPU call replays the plan of an earlier call of this shape
+    tm = make_inputs("vtrace", 150, 9, seed=5, dtype=dtype, **kw)
+    assert_matches(to_time_dim1(tm, contiguous=True) if time_dim else tm, time_dim=time_dim, ref_case=tm)
+    assert taken == [(x_as_pg, "pg_is_x" if x_as_pg else "pg_from_x_next")]
 
 
 @pytest.mark.parametrize("block_n, warps, one_column", [(8, 1, False), (16, 1, True), (32, 1, False), (32, 2, False)],

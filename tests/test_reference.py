@@ -330,6 +330,30 @@ def test_batch_columns_are_independent():
     check(adv[:, 1:], [0.5, -2.0, 4.0])
 
 
+@pytest.mark.parametrize("clip", [1.0, 0.5, 3.0, 1e6])
+@pytest.mark.parametrize("lam", [0.0, 0.6, 1.0])
+def test_vtrace_pg_advantages_are_vs_minus_v_when_the_clips_are_equal(clip, lam):
+    # kernels.vtrace.pg_is_x: with rho_bar = c_bar = pg_rho_bar and V'_t = V_{t+1} before the last step,
+    # pg_t = min(rho_bar, rho_t)(r_t + g V_{t+1} - V_t) + g lam min(c_bar, rho_t) x_{t+1} = x_t where not
+    # done, delta_t = x_t where done and at T-1 (x_T = 0). Random rollouts with terminations and truncations.
+    g = torch.Generator().manual_seed(11)
+    T, N = 200, 7
+    r, v, lr = (torch.randn(T, N, generator=g, dtype=F64) for _ in range(3))
+    flags_ = torch.rand(T, N, 2, generator=g) < 0.08
+    boot = torch.randn(N, generator=g, dtype=F64)
+    coefficients = dict(gamma=0.97, lam=lam, rho_bar=clip, c_bar=clip, pg_rho_bar=clip)
+    vs, pg = R.vtrace(r, v, lr, flags_[..., 0], boot, truncated=flags_[..., 1], **coefficients)
+    torch.testing.assert_close(pg, vs - v, rtol=1e-12, atol=1e-12)
+    # given next values that differ from the next row's, or unequal clips, the identity fails
+    shifted = torch.cat([v[1:], boot[None]])
+    vs, pg = R.vtrace(r, v, lr, flags_[..., 0], boot, truncated=flags_[..., 1], next_values=shifted + 0.5,
+                      **coefficients)
+    assert (pg - (vs - v)).abs().max() > 1e-3
+    vs, pg = R.vtrace(r, v, lr, flags_[..., 0], boot, truncated=flags_[..., 1],
+                      **dict(coefficients, pg_rho_bar=min(clip, 2.0) / 2))
+    assert (pg - (vs - v)).abs().max() > 1e-3
+
+
 N0 = 4
 
 

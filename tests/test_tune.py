@@ -841,9 +841,9 @@ def test_the_launch_tells_the_chooser_whether_rows_are_16_aligned(monkeypatch, t
 
     seen, chooser = [], _launch.estimator_config
 
-    def spy(estimator, T, N, time_contiguous, itemsize, aligned_rows=True):
+    def spy(estimator, T, N, time_contiguous, itemsize, aligned_rows=True, form=None):
         seen.append(aligned_rows)
-        return chooser(estimator, T, N, time_contiguous, itemsize, aligned_rows=aligned_rows)
+        return chooser(estimator, T, N, time_contiguous, itemsize, aligned_rows=aligned_rows, form=form)
 
     monkeypatch.setattr(_launch, "estimator_config", spy)
     kernels.linear_scan.plans.clear()  # no replayed plan (GPU): every call launches
