@@ -71,7 +71,7 @@ PERSISTENT_LOOK_BACK_TILE = (64, 32, 4, 2, 2048, 3584)
 ASYNC_WALKS = ((128, 64, 2, 8192, 8448, 8, True), (64, 128, 2, 8449, 16896, 8, True),
                (64, 128, 2, 25345, 33792, 8, True))
 # The form that stores x as pg_adv (PG_IS_X: stores_x_as_pg) walks 16-bit [T, N] sequences from 8192 to 8448
-# environments in 64 x 64 tiles of 16-byte vectors on four warps, four stages deep (GAE's tile: 1.26-1.28x the
+# environments in 64 x 64 tiles of 16-byte vectors on four warps, four stages deep (GAE's tile: 1.26-1.31x the
 # other form's walks there, where its own 128 x 64 ran 0.80-0.91x); elsewhere in the other form's tiles.
 PG_IS_X_ASYNC_WALKS = ((64, 64, 4, 8192, 8448),) + ASYNC_WALKS[1:]
 # Block-shape traits of the kernel's two forms (_launch.kernel_traits); a call with the default arguments
@@ -727,7 +727,7 @@ def pg_is_x(has_next_values: bool, rho_bar: float, c_bar: float, pg_rho_bar: flo
 def stores_x_as_pg(exact: bool, itemsize: int, time_contiguous: bool) -> bool:
     """Whether a call launches the kernels' form that stores ``x`` as ``pg_adv`` (``PG_IS_X``) where
     :func:`pg_is_x` holds (``exact``): for 16-bit floats (1.02-1.43x the other form on 15 bf16 ``[T, N]``
-    cells, H200) and ``[N, T]`` rows (1.00-1.46x on 11 float32 cells), not float32 ``[T, N]`` sequences, whose
-    tiles were tuned for the other form and ran it 0.70-1.08x (docs/perf.md, "V-trace's policy-gradient
-    advantages as vs - V")."""
+    cells, 1.05-1.40x on 14 held out, H200) and ``[N, T]`` rows (1.00-1.46x on 11 float32 cells; 0.93-1.58x on
+    19 more, three of them 1-7% slower), not float32 ``[T, N]`` sequences, whose tiles were tuned for the other
+    form and ran this one 0.69-1.06x (docs/perf.md, "V-trace's policy-gradient advantages as vs - V")."""
     return exact and (itemsize == 2 or time_contiguous)
