@@ -874,9 +874,9 @@ def kernel_traits(estimator: str, form: Optional[str] = None) -> dict:
     ``EIGHT_WARP_SHORT_TILES``, ``UNALIGNED_WHOLE_TILES``, ``UNALIGNED_LOOK_BACK_TILE`` and
     ``PERSISTENT_LOOK_BACK_TILE`` (default none); ``ASYNC_WALKS`` (default none); ``explicit_short_tiles`` when its
     kernel ``_<estimator>_kernel`` has an explicit-layout twin (``_explicit_layout.twin_of``).
-    ``form`` names one of the module's ``FORMS``, the traits a form of its kernel that some calls launch
-    measured otherwise (V-trace's that stores ``vs - V`` as ``pg_adv``); ``None``, its ``DEFAULT_FORM``,
-    the form a call with the default arguments launches (a module without forms: its traits).
+    ``form`` names one of the module's ``FORMS``: overrides of those traits for a form of its kernel that
+    some calls launch (V-trace's that stores ``vs - V`` as ``pg_adv``); ``None`` means its ``DEFAULT_FORM``,
+    the form a call with the default arguments launches (a module without forms: its traits as they are).
     Not to be mutated (cached)."""
     module = importlib.import_module(f"kernels.{estimator}")
     form = form or getattr(module, "DEFAULT_FORM", None)

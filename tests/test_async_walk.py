@@ -237,7 +237,7 @@ WALK_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(tru
               ("discounted_returns", dict(truncated=False, bootstrap=False)),
               ("retrace", dict()), ("retrace", dict(truncated=False)),
               ("vtrace", dict()), ("vtrace", dict(truncated=False)), ("vtrace", dict(next_values=True)),
-              ("vtrace", dict(scalars=dict(pg_rho_bar=0.8)))]  # V-trace's pg_adv = vs - V (pg_is_x) but here
+              ("vtrace", dict(scalars=dict(pg_rho_bar=0.8)))]  # unequal clips: pg_adv from x_{t+1}, not vs - V
 
 
 # Retrace's six series take 80 KB a stage in 64 x 128 and 128 x 64 tiles: three stages of them are more
