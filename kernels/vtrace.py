@@ -578,6 +578,8 @@ def _vtrace_async_walk_kernel(
         alpha, beta = _vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar, False)
         x_before = carry
         x, carry = _async_walk.scan_chunk(alpha, beta, carry)
+        # Each branch stores both outputs: one store of pg_adv after the branch took the other form's build to
+        # 128 registers and 0.91x (docs/perf.md, "V-trace's policy-gradient advantages as vs - V").
         if PG_IS_X:
             _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
             _scan.store_tile(pg_ptr, x, t, n, s_pg_t, s_pg_n, mask)

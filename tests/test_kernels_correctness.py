@@ -440,7 +440,12 @@ def test_vtrace_stores_vs_minus_v_as_pg_adv_only_where_that_is_exact(monkeypatch
 
     module = importlib.import_module("kernels.vtrace")
     launch, taken = module.launch, []
-    monkeypatch.setattr(module, "launch", lambda *a, **k: (taken.append((k["PG_IS_X"], k["form"])), launch(*a, **k))[1])
+
+    def recording_launch(*args, **kwargs):
+        taken.append((kwargs["PG_IS_X"], kwargs["form"]))
+        return launch(*args, **kwargs)
+
+    monkeypatch.setattr(module, "launch", recording_launch)
     kernels.vtrace.plans.clear()  # a GPU call replays the plan of an earlier call of this shape
     tm = make_inputs("vtrace", 150, 9, seed=5, dtype=dtype, **kw)
     assert_matches(to_time_dim1(tm, contiguous=True) if time_dim else tm, time_dim=time_dim, ref_case=tm)

@@ -16,6 +16,8 @@ import torch
 
 from kernels import reference as R
 
+from conftest import make_flags, make_generator
+
 F64 = torch.float64
 R3 = [1.0, 2.0, 4.0]
 V3 = [2.0, 4.0, 8.0]
@@ -336,20 +338,19 @@ def test_vtrace_pg_advantages_are_vs_minus_v_when_the_clips_are_equal(clip, lam)
     # kernels.vtrace.pg_is_x: with rho_bar = c_bar = pg_rho_bar and V'_t = V_{t+1} before the last step,
     # pg_t = min(rho_bar, rho_t)(r_t + g V_{t+1} - V_t) + g lam min(c_bar, rho_t) x_{t+1} = x_t where not
     # done, delta_t = x_t where done and at T-1 (x_T = 0). Random rollouts with terminations and truncations.
-    g = torch.Generator().manual_seed(11)
+    g = make_generator(11)
     T, N = 200, 7
     r, v, lr = (torch.randn(T, N, generator=g, dtype=F64) for _ in range(3))
-    flags_ = torch.rand(T, N, 2, generator=g) < 0.08
+    terminated, truncated = make_flags(T, N, g)
     boot = torch.randn(N, generator=g, dtype=F64)
     coefficients = dict(gamma=0.97, lam=lam, rho_bar=clip, c_bar=clip, pg_rho_bar=clip)
-    vs, pg = R.vtrace(r, v, lr, flags_[..., 0], boot, truncated=flags_[..., 1], **coefficients)
+    vs, pg = R.vtrace(r, v, lr, terminated, boot, truncated=truncated, **coefficients)
     torch.testing.assert_close(pg, vs - v, rtol=1e-12, atol=1e-12)
     # given next values that differ from the next row's, or unequal clips, the identity fails
     shifted = torch.cat([v[1:], boot[None]])
-    vs, pg = R.vtrace(r, v, lr, flags_[..., 0], boot, truncated=flags_[..., 1], next_values=shifted + 0.5,
-                      **coefficients)
+    vs, pg = R.vtrace(r, v, lr, terminated, boot, truncated=truncated, next_values=shifted + 0.5, **coefficients)
     assert (pg - (vs - v)).abs().max() > 1e-3
-    vs, pg = R.vtrace(r, v, lr, flags_[..., 0], boot, truncated=flags_[..., 1],
+    vs, pg = R.vtrace(r, v, lr, terminated, boot, truncated=truncated,
                       **dict(coefficients, pg_rho_bar=min(clip, 2.0) / 2))
     assert (pg - (vs - v)).abs().max() > 1e-3
 
