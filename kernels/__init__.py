@@ -10,7 +10,7 @@ in a CUDA graph for a training loop to replay on the same buffers (``kernels.cap
 """
 
 from kernels._launch import LaunchConfig
-from kernels.backends import BACKENDS, get_backend
+from kernels.backends import BACKENDS, get_backend, trainer_backend
 from kernels.captured import CapturedCall, capture
 from kernels.discounted_returns import discounted_returns
 from kernels.eligibility_traces import eligibility_traces
@@ -32,4 +32,4 @@ ESTIMATORS = (
     "linear_scan",
 )
 
-__all__ = [*ESTIMATORS, "LaunchConfig", "BACKENDS", "get_backend", "capture", "CapturedCall"]
+__all__ = [*ESTIMATORS, "LaunchConfig", "BACKENDS", "get_backend", "trainer_backend", "capture", "CapturedCall"]

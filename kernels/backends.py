@@ -8,13 +8,18 @@
 - ``"sequential"``: the fused kernel with one time step per chunk, i.e. one lane per environment
   looping over T (the design of PufferLib's CUDA kernel).
 
-All compute the same semantics; the float64 reference decides.
+All compute the same semantics; the float64 reference decides. ``trainer_backend`` turns a trainer's
+``--ca-backend`` (``"auto"`` too) into one of them and names what runs.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import SimpleNamespace
+
+import torch
+
+from kernels import _triton
 
 BACKENDS = ("triton", "loop", "compile", "sequential")
 _MODULES = {
@@ -33,3 +38,16 @@ def get_backend(name: str) -> SimpleNamespace:
 
     module = importlib.import_module(_MODULES[name])
     return SimpleNamespace(name=name, **{est: getattr(module, est) for est in ESTIMATORS if hasattr(module, est)})
+
+
+def trainer_backend(name: str, device: torch.device) -> SimpleNamespace:
+    """The backend a trainer's ``--ca-backend name`` runs on ``device``: ``"auto"`` is the fused API
+    (``"triton"``), but ``"loop"`` on the CPU under ``TRITON_INTERPRET=1`` (where the fused API would
+    interpret its kernels in every update). Its ``label`` says what runs, for the run's log: the fused
+    API on a device without Triton kernels runs its float64 reference."""
+    if name == "auto":
+        name = "loop" if device.type == "cpu" and _triton.INTERPRET else "triton"
+    backend = get_backend(name)
+    reference = name == "triton" and not _triton.runs_triton(device)
+    backend.label = f"{name} (float64 reference on {device.type})" if reference else name
+    return backend

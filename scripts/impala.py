@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import queue
 import sys
 import threading
@@ -154,10 +153,7 @@ def main(args: Args) -> dict:
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
     seed_everything(args.seed, args.torch_deterministic)
-    ca_name = args.ca_backend
-    if ca_name == "auto":  # the fused API (PyTorch path on CPU) unless Triton would be interpreted
-        ca_name = "loop" if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1" else "triton"
-    backend = kernels.get_backend(ca_name)
+    backend = kernels.trainer_backend(args.ca_backend, device)
 
     # ---------------------------------------------------------------- env (one async EnvPool per actor)
     env_list = []
@@ -203,7 +199,7 @@ def main(args: Args) -> dict:
     logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=num_updates,
                     start_iteration=start_update, track=args.track, wandb_project=args.wandb_project_name,
                     wandb_entity=args.wandb_entity, console=args.progress)
-    logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {ca_name} | "
+    logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {backend.label} | "
                  f"{args.num_actors} actor(s) x {width} envs (recv batch {args.env_batch_size or width}), "
                  f"T={T}, {num_updates} updates" + (f" | resumed at update {start_update}" if ckpt else ""))
 
@@ -394,7 +390,8 @@ def main(args: Args) -> dict:
     if args.save_model and not interrupted:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_updates)
     avg_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
-    logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend {ca_name}):\n{table.format()}")
+    logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend {backend.label}):\n"
+                 f"{table.format()}")
     logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import sys
 import time
 from collections import deque
@@ -135,10 +134,8 @@ def main(args: Args) -> dict:
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
     seed_everything(args.seed, args.torch_deterministic)
-    ca_name = args.ca_backend
-    if ca_name == "auto":  # the fused API (PyTorch path on CPU) unless Triton would be interpreted
-        ca_name = "loop" if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1" else "triton"
-    gae = kernels.get_backend(ca_name).gae
+    backend = kernels.trainer_backend(args.ca_backend, device)
+    gae = backend.gae
 
     # ---------------------------------------------------------------- env
     envs, info = make_envs(args.env_id, args.num_envs, args.seed, args.num_threads)
@@ -180,7 +177,7 @@ def main(args: Args) -> dict:
     logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=num_iterations,
                     start_iteration=start_iteration, track=args.track, wandb_project=args.wandb_project_name,
                     wandb_entity=args.wandb_entity, console=args.progress)
-    logger.write(f"run folder {run_dir} | device {device} | GAE backend {ca_name} | "
+    logger.write(f"run folder {run_dir} | device {device} | GAE backend {backend.label} | "
                  f"{N} envs x {T} steps, {num_iterations} iterations" +
                  (f" | resumed at iteration {start_iteration}" if ckpt else ""))
 
@@ -342,7 +339,7 @@ def main(args: Args) -> dict:
     if args.save_model:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_iterations)
     avg_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
-    logger.write(f"\nphase table ({table.iterations} iterations, GAE backend {ca_name}):\n{table.format()}")
+    logger.write(f"\nphase table ({table.iterations} iterations, GAE backend {backend.label}):\n{table.format()}")
     logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()

@@ -204,6 +204,26 @@ def test_get_backend_unknown():
         kernels.get_backend("cuda-magic")
 
 
+@pytest.mark.parametrize("interpret", [False, True])
+def test_trainer_backend_resolves_auto_and_names_what_runs(monkeypatch, interpret):
+    """``auto`` is the fused API, but the loop on the CPU under the interpreter; the fused API on the
+    CPU without the interpreter says that its float64 reference runs."""
+    from kernels import _triton
+
+    monkeypatch.setattr(_triton, "INTERPRET", interpret)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    chosen = kernels.trainer_backend("auto", cpu)
+    assert (chosen.name, chosen.label) == (("loop", "loop") if interpret
+                                           else ("triton", "triton (float64 reference on cpu)"))
+    assert chosen.gae is kernels.get_backend(chosen.name).gae
+    assert kernels.trainer_backend("triton", cpu).label == ("triton" if interpret else
+                                                            "triton (float64 reference on cpu)")
+    assert (kernels.trainer_backend("auto", cuda).label, kernels.trainer_backend("compile", cpu).label) == (
+        "triton", "compile")
+    with pytest.raises(ValueError, match="unknown"):
+        kernels.trainer_backend("cuda-magic", cpu)
+
+
 BAD_CALLS = [
     ("gae", dict(gamma=1.5), ValueError),
     ("gae", dict(lam=float("nan")), ValueError),

@@ -65,7 +65,7 @@ def test_short_run_triton_interpreter(tmp_path):
     r = run_cli(tmp_path, "--ca-backend", "triton", "--num-envs", "4", "--num-steps", "32",
                 "--total-timesteps", "256", "--no-progress", env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "GAE backend triton" in r.stdout + r.stderr
+    assert "GAE backend triton |" in r.stdout + r.stderr  # the kernels ran, interpreted
 
 
 def test_timers_sum_to_iteration_time(tmp_path):
