@@ -1,6 +1,7 @@
 """Build estimator kernels for sm_90 without a GPU (``test_explicit_layout``; run without
 ``TRITON_INTERPRET``): the explicit-layout twin where the ``LaunchConfig`` says ``explicit_layout``,
-the async-walk twin (with bf16 series) where it says ``async_walk``, else the Triton kernel in that block shape (rows latest first; thread runs and
+the async-walk twin (with bf16 series) where it says ``async_walk``, the persistent twin where it says
+``persistent`` (with look-back), else the Triton kernel in that block shape (rows latest first; thread runs and
 ``RUN_SUCCESSORS`` as ``_launch`` would pass them for float32). The JSON argument lists
 ``[estimator, LaunchConfig fields, options]``, the options ``true`` for every optional input
 (``HAS_*``) and ``false`` for none (V-trace's ``PG_IS_X`` as its default call then takes it: without
@@ -13,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Optional
 
 import triton
 import triton.language as tl
@@ -27,10 +29,13 @@ from kernels._scan import FLAG_POINTERS
 
 
 def kernel_of(estimator: str, config: LaunchConfig):
-    """The kernel a launch in ``config`` runs: the Triton kernel, its explicit-layout or its async-walk twin."""
+    """The kernel a launch in ``config`` runs: the Triton kernel, its explicit-layout, async-walk or
+    persistent twin."""
     kernel = getattr(importlib.import_module(f"kernels.{estimator}"), f"_{estimator}_kernel")
     if config.async_walk:
         return _async_walk.TWINS[kernel]
+    if config.persistent and config.lookback:
+        return _launch.PERSISTENT_TWINS[kernel]
     return _explicit_layout.TWINS[kernel] if config.explicit_layout else kernel
 
 
@@ -56,9 +61,10 @@ def specialisation(kernel, constexprs: dict, float_type: str = "fp32") -> tuple[
     return signature, constants, attrs
 
 
-def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
+def build(estimator: str, config: LaunchConfig, options: bool, overrides: Optional[dict] = None) -> dict:
     """The kernel as a contiguous float32 (async walks: bf16) ``[T, N]`` launch specialises it (unit
-    environment strides, 16-divisible row strides and pointers), reverse where it may be."""
+    environment strides, 16-divisible row strides and pointers), reverse where it may be; ``overrides``
+    replaces constexprs by name (e.g. ``HAS_TRUNC`` with ``PG_IS_X``)."""
     kernel = kernel_of(estimator, config)
     float_type = "bf16" if config.async_walk else "fp32"
     if config.async_walk:
@@ -74,6 +80,7 @@ def build(estimator: str, config: LaunchConfig, options: bool) -> dict:
                   RUN_SUCCESSORS=_launch.successors_from_runs(config, 4, config.lookback))
     values.update({param.name: options for param in kernel.params if param.name.startswith("HAS_")})
     values.update(PG_IS_X=not options)
+    values.update(overrides or {})
     signature, constants, attrs = specialisation(kernel, values, float_type)
     compiled = triton.compile(source(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
                               target=GPUTarget("cuda", 90, 32),
