@@ -39,16 +39,19 @@ def kernel_of(estimator: str, config: LaunchConfig):
     return _explicit_layout.TWINS[kernel] if config.explicit_layout else kernel
 
 
-def specialisation(kernel, constexprs: dict, float_type: str = "fp32") -> tuple[dict, dict, dict]:
+def specialisation(kernel, constexprs: dict, float_type: str = "fp32",
+                   time_contiguous: bool = False) -> tuple[dict, dict, dict]:
     """``triton.compile``'s signature, constants and attributes of ``kernel`` as a contiguous ``[T, N]``
-    launch specialises it: its constexprs from ``constexprs`` by name, unit environment strides,
-    16-divisible row strides and pointers, flags as bytes and float series as ``float_type``."""
+    launch specialises it (``time_contiguous``: ``[N, T]``): its constexprs from ``constexprs`` by name,
+    unit environment (time) strides, 16-divisible row strides and pointers, flags as bytes and float
+    series as ``float_type``."""
+    unit, rows, row_length = ("_t", "_n", "T") if time_contiguous else ("_n", "_t", "N")
     signature, constants, attrs = {}, {}, {}
     for i, param in enumerate(kernel.params):
         name = param.name
         if param.is_constexpr:
             signature[name], constants[(i,)] = "constexpr", constexprs[name]
-        elif (name.startswith("s_") and name.endswith("_n")) or name in ("s_boot", "s_init"):
+        elif (name.startswith("s_") and name.endswith(unit)) or name in ("s_boot", "s_init"):
             signature[name], constants[(i,)] = "constexpr", 1
         elif name.endswith("_ptr") or name in ("ws", "flags"):
             signature[name] = ("*u8" if name in FLAG_POINTERS else "*i32" if name == "flags"
@@ -56,7 +59,7 @@ def specialisation(kernel, constexprs: dict, float_type: str = "fp32") -> tuple[
             attrs[(i,)] = [["tt.divisibility", 16]]
         else:
             signature[name] = "i32"
-            if name == "N" or (name.startswith("s_") and name.endswith("_t")):
+            if name == row_length or (name.startswith("s_") and name.endswith(rows)):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     return signature, constants, attrs
 

@@ -67,20 +67,7 @@ def ours(block: int, warps: int, whole: bool = False):
     values = dict(HAS_TRUNC=False, HAS_NEXT=False, ACC=tl.float32, BLOCK_T=block, BLOCK_N=1, LOOKBACK=0, NUM_STAGES=1,
                   SHUFFLE_TIME=0, LATEST_FIRST=False, TIME_THREADS=1, ENV_RUNS_OF_FOUR=False, RUN_SUCCESSORS=False,
                   WHOLE_SEQUENCE=whole)
-    signature, constants, attrs = {}, {}, {}
-    for i, param in enumerate(kernel.params):
-        name = param.name
-        if param.is_constexpr:
-            signature[name], constants[(i,)] = "constexpr", values[name]
-        elif name.startswith("s_") and name.endswith("_t"):
-            signature[name], constants[(i,)] = "constexpr", 1
-        elif name.endswith("_ptr") or name in ("ws", "flags"):
-            signature[name] = "*u8" if name in sm90_build.FLAG_POINTERS else "*i32" if name == "flags" else "*fp32"
-            attrs[(i,)] = [["tt.divisibility", 16]]
-        else:
-            signature[name] = "i32"
-            if name in ("T", "N") or name.startswith("s_"):
-                attrs[(i,)] = [["tt.divisibility", 16]]
+    signature, constants, attrs = sm90_build.specialisation(kernel, values, time_contiguous=True)
     return build(kernel, signature, constants, attrs, warps)
 
 
