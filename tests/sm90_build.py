@@ -85,9 +85,15 @@ def build(estimator: str, config: LaunchConfig, options: bool, overrides: Option
     values.update(PG_IS_X=not options)
     values.update(overrides or {})
     signature, constants, attrs = specialisation(kernel, values, float_type)
-    compiled = triton.compile(source(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
-                              target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": config.num_warps, "num_stages": config.num_stages})
+    return compile_for_sm90(source(fn=kernel, signature=signature, constexprs=constants, attrs=attrs),
+                            config.num_warps, config.num_stages)
+
+
+def compile_for_sm90(source, num_warps: int, num_stages: int = 3) -> dict:
+    """``source`` (a Triton or Gluon AST source) compiled for sm_90 and assembled by Triton's ``ptxas``:
+    the PTX's barrier count, the PTX, ``ptxas -v``'s report and the SASS (``None`` without the tools)."""
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": num_warps, "num_stages": num_stages})
     ptx = compiled.asm["ptx"]
     ptxas = get_ptxas(90).path  # the ptxas Triton itself assembles sm_90 code with
     cuobjdump = os.path.join(os.path.dirname(ptxas or ""), "cuobjdump")

@@ -7,33 +7,24 @@ loads and stores by width, for the predictions in README.md.
 """
 import collections
 import importlib
-import os
 import re
-import subprocess
 import sys
-import tempfile
 
 sys.path[:0] = ["docs/bench/few_rows"]
 import rows  # noqa: E402
 import sm90_build  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.backends.nvidia.compiler import get_ptxas  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 
 INSTRUCTION = re.compile(r"\s+/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 
 
-def sass_summary(compiled, warps: int) -> str:
-    ptxas = get_ptxas(90).path
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
-        open(ptx, "w").write(compiled.asm["ptx"])
-        report = subprocess.run([ptxas, "-v", "-arch=sm_90a", ptx, "-o", cubin], capture_output=True, text=True).stderr
-        sass = subprocess.run([os.path.join(os.path.dirname(ptxas), "cuobjdump"), "-sass", cubin],
-                              capture_output=True, text=True).stdout
+def sass_summary(built: dict, warps: int) -> str:
+    """One line of ``sm90_build.compile_for_sm90``'s build: registers, instructions, shuffles, barriers,
+    global loads and stores by width."""
+    report, sass = built["ptxas"], built["sass"]
     ops = collections.Counter(m.group(1) for m in map(INSTRUCTION.match, sass.splitlines()) if m)
     memory = {op: n for op, n in sorted(ops.items()) if op.startswith(("LDG", "STG"))}
     registers = re.search(r"Used (\d+) registers", report).group(1)
@@ -45,7 +36,7 @@ def sass_summary(compiled, warps: int) -> str:
 
 def build(kernel, signature, constants, attrs, warps):
     source = ASTSource(fn=kernel, signature=signature, constexprs=constants, attrs=attrs)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    return sm90_build.compile_for_sm90(source, warps)
 
 
 def prototype(block: int, forward: bool, returns: bool, warps: int):
