@@ -9,4 +9,6 @@ One job per module:
 * :mod:`rltrain.logger`     -- console progress bar, JSONL, TensorBoard, wandb.
 * :mod:`rltrain.checkpoint` -- atomic checkpoint save / load.
 * :mod:`rltrain.rollout`    -- preallocated time-major rollout storage, pinned H2D staging.
+* :mod:`rltrain.losses`     -- masked mean over valid rows, the non-finite-loss stop.
+* :mod:`rltrain.trainer`    -- flags with ``--resume`` defaults, run folder + logger + resume, exit codes.
 """

@@ -20,12 +20,10 @@ truncation bootstrap (``truncated=`` goes to the kernels); step t+1 is a dummy
 from __future__ import annotations
 
 import copy
-import dataclasses
 import queue
 import sys
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
@@ -40,12 +38,12 @@ import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
 from envs import make_envs  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
-from rltrain.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from rltrain.config import ConfigError, ExperimentArgs, parse_args  # noqa: E402
+from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
-from rltrain.logger import Logger  # noqa: E402
-from rltrain.runtime import make_run_dir, select_device, set_torch_threads  # noqa: E402
-from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
+from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
+from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
+from rltrain.seeding import seed_everything  # noqa: E402
+from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
 
 
@@ -117,10 +115,6 @@ class Args(ExperimentArgs):
     """stop early once the average return of the last 100 episodes reaches this (None: use the whole budget)"""
 
 
-class NonFiniteLossError(RuntimeError):
-    """The loss became NaN/inf; training stops, the last checkpoint is kept."""
-
-
 def check_args(args: Args) -> None:
     """Reject bad input with a user-facing ConfigError."""
     if args.num_envs < 1 or args.num_actors < 1 or args.num_envs % args.num_actors:
@@ -137,10 +131,6 @@ def check_args(args: Args) -> None:
         raise ConfigError("--queue-size and --param-refresh-every must be >= 1")
     if args.total_timesteps < args.num_steps * width:
         raise ConfigError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({args.num_steps * width})")
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
-    return (x * mask).sum() / denom
 
 
 def main(args: Args) -> dict:
@@ -179,37 +169,17 @@ def main(args: Args) -> dict:
         optimizer, lambda it: max(1.0 - it / num_updates, 0.0) if args.anneal_lr else 1.0)
 
     # ---------------------------------------------------------------- resume / run folder
-    start_update, global_step = 0, 0
-    recent_returns: deque = deque(maxlen=100)
-    ckpt = load_checkpoint(args.resume, map_location=device) if args.resume else None
-    if ckpt is not None:
-        agent.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        scheduler.base_lrs = [args.learning_rate for _ in scheduler.base_lrs]  # flags win
-        for group in optimizer.param_groups:
-            group["initial_lr"] = args.learning_rate
-        set_rng_state(ckpt["rng"])
-        start_update, global_step = ckpt["iteration"], ckpt["global_step"]
-        recent_returns.extend(ckpt.get("recent_returns", []))
-        run_dir = Path(ckpt["run_dir"])
-        run_dir.mkdir(parents=True, exist_ok=True)
-    else:
-        run_dir = make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
-    logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=num_updates,
-                    start_iteration=start_update, track=args.track, wandb_project=args.wandb_project_name,
-                    wandb_entity=args.wandb_entity, console=args.progress)
+    state = TrainerState(args, agent, optimizer, scheduler)
+    run = start_run(args, state, num_updates, device)
+    run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
+    start_update, global_step = run.iteration, run.global_step
     logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {backend.label} | "
                  f"{args.num_actors} actor(s) x {width} envs (recv batch {args.env_batch_size or width}), "
-                 f"T={T}, {num_updates} updates" + (f" | resumed at update {start_update}" if ckpt else ""))
+                 f"T={T}, {num_updates} updates" + (f" | resumed at update {start_update}" if run.resumed else ""))
 
     def checkpoint(path: Path, update: int) -> None:
-        save_checkpoint({
-            "model": agent.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": get_rng_state(),
-            "iteration": update, "global_step": global_step, "args": dataclasses.asdict(args),
-            "recent_returns": list(recent_returns), "run_dir": str(run_dir),
-        }, path)
+        state.save(path, iteration=update, global_step=global_step, recent_returns=recent_returns,
+                   run_dir=run_dir)
 
     # ---------------------------------------------------------------- actors: own policy copy, bounded queue
     params = ParamServer(agent, version=start_update)
@@ -401,29 +371,8 @@ def main(args: Args) -> dict:
 
 def cli(argv: Optional[list] = None) -> Args:
     """Parse flags; with ``--resume`` the checkpoint's saved args are the defaults."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    default = None
-    for i, a in enumerate(argv):
-        path = a.split("=", 1)[1] if a.startswith("--resume=") else (argv[i + 1] if a == "--resume" and i + 1 < len(argv) else None)
-        if path:
-            try:
-                saved = load_checkpoint(path)["args"]
-            except FileNotFoundError as e:
-                raise ConfigError(str(e)) from None
-            known = {f.name for f in dataclasses.fields(Args)}
-            default = Args(**{k: v for k, v in saved.items() if k in known})
-    return parse_args(Args, argv, default=default, description=__doc__)
+    return parse_trainer_args(Args, argv, description=__doc__)
 
 
 if __name__ == "__main__":
-    try:
-        main(cli())
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except NonFiniteLossError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(3)
-    except ActorError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(4)
+    run_main(main, cli, {ActorError: 4})

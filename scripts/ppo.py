@@ -18,11 +18,8 @@ out of the loss through ``buf.valid``.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
@@ -36,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
 from envs import EpisodeStats, ObsNormalizer, RewardNormalizer, make_envs  # noqa: E402
-from rltrain.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from rltrain.config import ConfigError, ExperimentArgs, parse_args  # noqa: E402
-from rltrain.logger import Logger  # noqa: E402
+from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
+from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
 from rltrain.rollout import HostToDevice, RolloutBuffer, minibatch_indices  # noqa: E402
-from rltrain.runtime import make_run_dir, select_device, set_torch_threads  # noqa: E402
-from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
+from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
+from rltrain.seeding import seed_everything  # noqa: E402
+from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
 
 
@@ -104,10 +101,6 @@ class Args(ExperimentArgs):
     """kernel speedup k for the logged Amdahl prediction 1/((1-s)+s/k)"""
 
 
-class NonFiniteLossError(RuntimeError):
-    """The loss became NaN/inf; training stops, the last checkpoint is kept."""
-
-
 def check_args(args: Args) -> None:
     """Reject bad input with a user-facing ConfigError."""
     if args.num_envs < 1:
@@ -120,10 +113,6 @@ def check_args(args: Args) -> None:
                           f"num_envs * num_steps = {batch}; the minibatch size must divide the batch")
     if args.total_timesteps < batch:
         raise ConfigError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({batch})")
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
-    return (x * mask).sum() / denom
 
 
 def main(args: Args) -> dict:
@@ -154,42 +143,17 @@ def main(args: Args) -> dict:
         optimizer, lambda it: max(1.0 - it / num_iterations, 0.0) if args.anneal_lr else 1.0)
 
     # ---------------------------------------------------------------- resume / run folder
-    start_iteration, global_step = 0, 0
-    recent_returns: deque = deque(maxlen=100)
-    ckpt = load_checkpoint(args.resume, map_location=device) if args.resume else None
-    if ckpt is not None:
-        agent.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        scheduler.base_lrs = [args.learning_rate for _ in scheduler.base_lrs]  # flags win
-        for group in optimizer.param_groups:
-            group["initial_lr"] = args.learning_rate
-        set_rng_state(ckpt["rng"])
-        for norm, key in ((obs_norm, "obs_norm"), (rew_norm, "rew_norm")):
-            if norm is not None and ckpt.get(key) is not None:
-                norm.load_state_dict(ckpt[key])
-        start_iteration, global_step = ckpt["iteration"], ckpt["global_step"]
-        recent_returns.extend(ckpt.get("recent_returns", []))
-        run_dir = Path(ckpt["run_dir"])
-        run_dir.mkdir(parents=True, exist_ok=True)
-    else:
-        run_dir = make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
-    logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=num_iterations,
-                    start_iteration=start_iteration, track=args.track, wandb_project=args.wandb_project_name,
-                    wandb_entity=args.wandb_entity, console=args.progress)
+    state = TrainerState(args, agent, optimizer, scheduler, obs_norm=obs_norm, rew_norm=rew_norm)
+    run = start_run(args, state, num_iterations, device)
+    run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
+    start_iteration, global_step = run.iteration, run.global_step
     logger.write(f"run folder {run_dir} | device {device} | GAE backend {backend.label} | "
                  f"{N} envs x {T} steps, {num_iterations} iterations" +
-                 (f" | resumed at iteration {start_iteration}" if ckpt else ""))
+                 (f" | resumed at iteration {start_iteration}" if run.resumed else ""))
 
     def checkpoint(path: Path, iteration: int) -> None:
-        save_checkpoint({
-            "model": agent.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": get_rng_state(),
-            "iteration": iteration, "global_step": global_step, "args": dataclasses.asdict(args),
-            "obs_norm": obs_norm.state_dict() if obs_norm else None,
-            "rew_norm": rew_norm.state_dict() if rew_norm else None,
-            "recent_returns": list(recent_returns), "run_dir": str(run_dir),
-        }, path)
+        state.save(path, iteration=iteration, global_step=global_step, recent_returns=recent_returns,
+                   run_dir=run_dir)
 
     # ---------------------------------------------------------------- storage
     buf = RolloutBuffer.allocate(T, N, info.obs_shape, obs_dtype, info.action_shape,
@@ -350,26 +314,8 @@ def main(args: Args) -> dict:
 
 def cli(argv: Optional[list] = None) -> Args:
     """Parse flags; with ``--resume`` the checkpoint's saved args are the defaults."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    default = None
-    for i, a in enumerate(argv):
-        path = a.split("=", 1)[1] if a.startswith("--resume=") else (argv[i + 1] if a == "--resume" and i + 1 < len(argv) else None)
-        if path:
-            try:
-                saved = load_checkpoint(path)["args"]
-            except FileNotFoundError as e:
-                raise ConfigError(str(e)) from None
-            known = {f.name for f in dataclasses.fields(Args)}
-            default = Args(**{k: v for k, v in saved.items() if k in known})
-    return parse_args(Args, argv, default=default, description=__doc__)
+    return parse_trainer_args(Args, argv, description=__doc__)
 
 
 if __name__ == "__main__":
-    try:
-        main(cli())
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except NonFiniteLossError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(3)
+    run_main(main, cli)

@@ -131,3 +131,67 @@ def test_classic_control_preset_is_the_defaults(script, preset):
     values = load_yaml_preset(Path(__file__).resolve().parents[1] / "configs" / preset, args_cls)
     defaults = dataclasses.asdict(args_cls())
     assert values and {k: defaults[k] for k in values} == values
+
+
+def test_trainer_state_roundtrip_and_resume_defaults(tmp_path):
+    """A checkpoint restores model, optimizer, scheduler, RNG and extras; its saved args become the
+    defaults of the next parse, flags still win; the learning rate of the flags replaces the saved one."""
+    from envs import RunningMeanStd
+    from rltrain.trainer import TrainerState, parse_trainer_args
+
+    @dataclass
+    class Args:
+        learning_rate: float = 0.1
+        num_envs: int = 4
+        resume: str = ""
+        config: str = ""
+
+    def build(lr):
+        model = torch.nn.Linear(3, 2)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: 1.0 - it / 10)
+        return model, opt, sched, RunningMeanStd((3,))
+
+    model, opt, sched, rms = build(0.1)
+    model(torch.randn(5, 3)).sum().backward()
+    opt.step()
+    sched.step()
+    rms.update(torch.randn(7, 3))
+    seed_everything(5)
+    path = tmp_path / "latest.pt"
+    TrainerState(Args(num_envs=8), model, opt, sched, rms=rms, unused=None).save(
+        path, iteration=3, global_step=96, recent_returns=[1.0, 2.0], run_dir=tmp_path)
+    expected_draw = torch.rand(2)
+
+    args = parse_trainer_args(Args, ["--resume", str(path), "--learning-rate", "0.5"])
+    assert (args.num_envs, args.learning_rate) == (8, 0.5)  # saved args are defaults, flags win
+    model2, opt2, sched2, rms2 = build(args.learning_rate)
+    ckpt = load_checkpoint(path)
+    assert ckpt["unused"] is None and ckpt["iteration"] == 3 and ckpt["recent_returns"] == [1.0, 2.0]
+    TrainerState(args, model2, opt2, sched2, rms=rms2, unused=None).restore(ckpt)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values()))
+    assert torch.equal(rms2.mean, rms.mean) and torch.equal(rms2.count, rms.count)
+    assert sched2.last_epoch == 1 and sched2.base_lrs == [0.5]
+    assert torch.equal(torch.rand(2), expected_draw)  # RNG restored
+    with pytest.raises(ConfigError, match="checkpoint not found"):
+        parse_trainer_args(Args, ["--resume", str(tmp_path / "missing.pt")])
+
+
+@pytest.mark.parametrize("error, code", [("config", 2), ("nonfinite", 3), ("other", 4)])
+def test_run_main_exit_codes(capsys, error, code):
+    from rltrain.losses import NonFiniteLossError
+    from rltrain.trainer import run_main
+
+    class OtherError(RuntimeError):
+        pass
+
+    errors = {"config": ConfigError("bad --num-envs"), "nonfinite": NonFiniteLossError("nan at iteration 3"),
+              "other": OtherError("actor 0 failed")}
+
+    def main(_):
+        raise errors[error]
+
+    with pytest.raises(SystemExit) as exit_info:
+        run_main(main, lambda: None, {OtherError: 4})
+    assert exit_info.value.code == code
+    assert capsys.readouterr().err == f"error: {errors[error]}\n"
