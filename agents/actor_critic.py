@@ -4,7 +4,9 @@ With ``critic_torso=None`` the torso is shared (Atari CNNs); otherwise actor
 and critic have separate torsos (CleanRL's MLP agents).  The interface is
 CleanRL's: :meth:`ActorCritic.get_value` and
 :meth:`ActorCritic.get_action_and_value`; :meth:`ActorCritic.dist_and_critic`
-returns the distribution and the critic output together (IMPALA's learner).
+returns the distribution and the critic output together (IMPALA's learner);
+:meth:`ActorCritic.act` is the rollout's step (action, its log-probability,
+optionally the value), graph-safe (:func:`agents.heads.sample_action`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Optional, Tuple
 
 import torch
 import torch.nn as nn
+
+from agents.heads import sample_action
 
 __all__ = ["ActorCritic"]
 
@@ -37,9 +41,22 @@ class ActorCritic(nn.Module):
         h = self.torso(x)
         dist = self.policy_head(h)
         if action is None:
-            action = dist.sample()
+            action = sample_action(dist)
         hv = h if self.critic_torso is None else self.critic_torso(x)
         return action, dist.log_prob(action), dist.entropy(), self.value_head(hv)
+
+    def act(self, x: torch.Tensor, with_value: bool = True
+            ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+        """The rollout's step: ``(action, log_prob, value)`` with a sampled action (``value`` is
+        ``None`` unless ``with_value``).  Same draws as :meth:`get_action_and_value` for the same
+        generator state; no host synchronisation, so it can be recorded in a CUDA graph."""
+        h = self.torso(x)
+        dist = self.policy_head(h)
+        action = sample_action(dist)
+        value = None
+        if with_value:
+            value = self.value_head(h if self.critic_torso is None else self.critic_torso(x))
+        return action, dist.log_prob(action), value
 
     def dist_and_critic(self, x: torch.Tensor):
         """``(policy distribution, critic output)`` in one pass: the critic output is ``V(x)``

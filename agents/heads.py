@@ -8,6 +8,9 @@
 
 Policy heads return a ``torch.distributions`` object whose ``log_prob`` and
 ``entropy`` are already summed over action dimensions (shape ``[B]``).
+:func:`sample_action` draws from such a distribution with device-side
+random numbers only (no host synchronisation, no data-dependent shapes), so
+the draw can be recorded in a CUDA graph and replayed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,24 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from agents.layers import layer_init
 
-__all__ = ["CategoricalHead", "GaussianHead", "ValueHead", "QHead"]
+__all__ = ["CategoricalHead", "GaussianHead", "ValueHead", "QHead", "sample_action"]
+
+
+def sample_action(dist: Distribution) -> torch.Tensor:
+    """One action per row from a policy head's distribution, graph-safe.
+
+    Categorical: Gumbel-max, ``argmax(logits - log(-log U))`` with ``U ~ Uniform[0, 1)`` from
+    ``torch.rand_like``: the argmax is distributed as ``softmax(logits)``.  Diagonal Gaussian:
+    ``mean + std * randn``.  Both draw one block of random numbers from the device's generator, so a
+    graph replay and an eager call from the same generator state give the same actions."""
+    if isinstance(dist, Categorical):
+        logits = dist.logits
+        gumbel = -torch.log(-torch.log(torch.rand_like(logits)))
+        return (logits + gumbel).argmax(-1)
+    if isinstance(dist, Independent) and isinstance(dist.base_dist, Normal):
+        normal = dist.base_dist
+        return normal.loc + normal.scale * torch.randn_like(normal.loc)
+    raise TypeError(f"no graph-safe sampler for {type(dist).__name__}")
 
 
 class CategoricalHead(nn.Module):

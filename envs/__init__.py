@@ -6,19 +6,24 @@
   that understands next-step autoreset, time-limit ends and episodic life.
 * :mod:`envs.normalize`     -- running mean/std observation and reward
   normalisation on tensors (no per-env Python wrappers).
+* :mod:`envs.groups`        -- N envs as K EnvPools stepped in turn (send / recv),
+  so env stepping overlaps the device's work on the other groups.
 """
 
 from envs.episode_stats import EpisodeStats
+from envs.groups import EnvGroups, default_env_groups
 from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs
 from envs.normalize import ObsNormalizer, RewardNormalizer, RunningMeanStd
 
 __all__ = [
+    "EnvGroups",
     "EnvInfo",
     "EpisodeStats",
     "ObsNormalizer",
     "RewardNormalizer",
     "RunningMeanStd",
     "UnknownEnvError",
+    "default_env_groups",
     "env_family",
     "make_envs",
 ]

@@ -9,6 +9,9 @@ One job per module:
 * :mod:`rltrain.logger`     -- console progress bar, JSONL, TensorBoard, wandb.
 * :mod:`rltrain.checkpoint` -- atomic checkpoint save / load.
 * :mod:`rltrain.rollout`    -- preallocated time-major rollout storage, pinned H2D staging.
+* :mod:`rltrain.cuda_graph` -- a function of fixed tensors recorded once as a CUDA graph, replayed.
+* :mod:`rltrain.policy_step` -- the rollout's batched policy step on static buffers (graph-replayed).
+* :mod:`rltrain.collector`  -- PPO's on-policy rollouts: env groups in turn, captured inference.
 * :mod:`rltrain.losses`     -- masked mean over valid rows, the non-finite-loss stop.
 * :mod:`rltrain.trainer`    -- flags with ``--resume`` defaults, run folder + logger + resume, exit codes.
 """

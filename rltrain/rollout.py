@@ -8,7 +8,8 @@ so it must not contribute to the loss.
 
 :class:`HostToDevice` copies numpy arrays coming out of the environment into
 a pinned host tensor and from there to the device with ``non_blocking=True``
-(on CPU it only converts dtype, zero-copy when possible).
+(on CPU it only converts dtype, zero-copy when possible); :meth:`HostToDevice.into`
+copies into a preallocated device tensor instead of a new one.
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ class HostToDevice:
             return src.to(self.dtype)
         self.pinned.copy_(src)
         return self.pinned.to(self.device, non_blocking=True)
+
+    def into(self, array: np.ndarray, dst: torch.Tensor) -> torch.Tensor:
+        """Copy ``array`` into ``dst`` (a device tensor of the staging shape; dtype converted on the
+        host), through the pinned buffer without allocating; returns ``dst``."""
+        src = torch.from_numpy(np.asarray(array))
+        if self.pinned is None:
+            return dst.copy_(src)
+        self.pinned.copy_(src)
+        return dst.copy_(self.pinned, non_blocking=True)
 
 
 @dataclass

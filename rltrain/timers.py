@@ -10,7 +10,10 @@
 * on CPU it uses ``time.perf_counter``.
 
 Phases are meant to be contiguous (each one starts where the previous ended),
-so their sum is the iteration time.  :class:`PhaseTable` accumulates the
+so their sum is the iteration time.  A loop of many short phases (a rollout:
+env, copies, inference, env, ...) times them as laps: :meth:`PhaseTimer.mark`
+once, then :meth:`PhaseTimer.lap` at the end of each phase -- one CUDA event
+(or clock read) per phase boundary instead of two per phase.  :class:`PhaseTable` accumulates the
 per-iteration readings and formats the end-of-run table.
 """
 
@@ -50,6 +53,7 @@ class PhaseTimer:
         self._pairs: List[Tuple[str, "torch.cuda.Event", "torch.cuda.Event"]] = []
         self._pool: List["torch.cuda.Event"] = []
         self._used = 0
+        self._lap_start: "torch.cuda.Event | float | None" = None
 
     def _event(self) -> "torch.cuda.Event":
         if self._used == len(self._pool):
@@ -75,10 +79,30 @@ class PhaseTimer:
             finally:
                 self._host[name] += time.perf_counter() - t0
 
+    def mark(self) -> None:
+        """Start a run of laps: the next :meth:`lap` times from here."""
+        self._lap_start = self._event() if self.cuda else time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        """Add the time since the last :meth:`mark` / :meth:`lap` to phase ``name``; the next lap
+        starts here."""
+        if self._lap_start is None:
+            raise RuntimeError("PhaseTimer.lap() before mark()")
+        if self.cuda:
+            end = self._event()
+            self._pairs.append((name, self._lap_start, end))
+            self._lap_start = end
+        else:
+            now = time.perf_counter()
+            self._host[name] += now - self._lap_start
+            self._lap_start = now
+
     def read(self) -> Dict[str, float]:
         """Seconds per phase since the last read; resets the timer.
 
-        On CUDA this is the single device synchronisation of the iteration."""
+        On CUDA this is the single device synchronisation of the iteration.  Laps need a new
+        :meth:`mark` after a read."""
+        self._lap_start = None
         if self.cuda:
             out: Dict[str, float] = defaultdict(float)
             if self._pairs:

@@ -5,10 +5,12 @@
     python scripts/ppo.py --config configs/mujoco.yaml --env-id HalfCheetah-v4
     python scripts/ppo.py --resume runs/<run>/checkpoints/latest.pt
 
-Reads top to bottom: args, env, agent, rollout loop, GAE, update.  Shared
+Reads top to bottom: args, env, agent, rollout, GAE, update.  Shared
 parts live in the packages: networks in ``agents/``, EnvPool construction,
-episode statistics and normalisation in ``envs/``, timers, logging,
-checkpointing and seeding in ``rltrain/``.  See ``docs/ppo.md``.
+env groups, episode statistics and normalisation in ``envs/``, the rollout
+collector (env groups stepped in turn, the policy step replayed from a CUDA
+graph), timers, logging, checkpointing and seeding in ``rltrain/``.  See
+``docs/ppo.md``.
 
 Next-step autoreset (EnvPool / Gymnasium 1.x): after an episode ends at step
 t, the obs returned is the final obs, so ``V(obs_{t+1})`` is the truncation
@@ -32,10 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 
 import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
-from envs import EpisodeStats, ObsNormalizer, RewardNormalizer, make_envs  # noqa: E402
+from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups  # noqa: E402
+from rltrain.collector import RolloutCollector  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
-from rltrain.rollout import HostToDevice, RolloutBuffer, minibatch_indices  # noqa: E402
+from rltrain.rollout import minibatch_indices  # noqa: E402
 from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
@@ -54,7 +57,12 @@ class Args(ExperimentArgs):
     num_envs: int = 8
     """number of parallel environments"""
     num_threads: int = 0
-    """EnvPool worker threads (0: one per core)"""
+    """EnvPool worker threads of each env group (0: one per core)"""
+    env_groups: int = 0
+    """env groups stepped in turn, so env stepping overlaps inference (must divide num_envs;
+    0: 2 on CUDA, 1 on CPU)"""
+    cuda_graphs: bool = True
+    """replay the rollout's policy step from a CUDA graph (CUDA only)"""
     torch_threads: int = 0
     """torch intra-op threads (0: 1 on CUDA, half the cores on CPU)"""
     norm_obs: bool = False
@@ -126,15 +134,13 @@ def main(args: Args) -> dict:
     backend = kernels.trainer_backend(args.ca_backend, device)
     gae = backend.gae
 
-    # ---------------------------------------------------------------- env
-    envs, info = make_envs(args.env_id, args.num_envs, args.seed, args.num_threads)
+    # ---------------------------------------------------------------- env (groups stepped in turn)
+    envs = EnvGroups(args.env_id, args.num_envs, default_env_groups(args.env_groups, args.num_envs, device),
+                     args.seed, args.num_threads)
+    info = envs.info
     N, T = args.num_envs, args.num_steps
-    obs_dtype = torch.uint8 if info.obs_dtype == np.uint8 else torch.float32
     obs_norm = ObsNormalizer(info.obs_shape, device) if args.norm_obs else None
     rew_norm = RewardNormalizer(N, device, gamma=args.gamma) if args.norm_reward else None
-    if not info.discrete:
-        act_low = torch.as_tensor(info.action_low, device=device)
-        act_high = torch.as_tensor(info.action_high, device=device)
 
     # ---------------------------------------------------------------- agent
     agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions).to(device)
@@ -148,63 +154,28 @@ def main(args: Args) -> dict:
     run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
     start_iteration, global_step = run.iteration, run.global_step
     logger.write(f"run folder {run_dir} | device {device} | GAE backend {backend.label} | "
-                 f"{N} envs x {T} steps, {num_iterations} iterations" +
+                 f"{N} envs ({envs.num_groups} group(s)) x {T} steps, {num_iterations} iterations" +
                  (f" | resumed at iteration {start_iteration}" if run.resumed else ""))
 
     def checkpoint(path: Path, iteration: int) -> None:
         state.save(path, iteration=iteration, global_step=global_step, recent_returns=recent_returns,
                    run_dir=run_dir)
 
-    # ---------------------------------------------------------------- storage
-    buf = RolloutBuffer.allocate(T, N, info.obs_shape, obs_dtype, info.action_shape,
-                                 torch.long if info.discrete else torch.float32, device)
-    obs_h2d = HostToDevice((N, *info.obs_shape), obs_dtype, device)
-    step_h2d = HostToDevice((3, N), torch.float32, device)  # reward, terminated, truncated
-    ep_stats = EpisodeStats(N)
+    # ---------------------------------------------------------------- storage + rollout collector
+    collector = RolloutCollector(envs, agent, T, device, obs_norm=obs_norm, rew_norm=rew_norm,
+                                 capture=args.cuda_graphs)
+    buf = collector.buf  # [T, N] on the device; a resumed run restarts its episodes
     timer, table = PhaseTimer(device), PhaseTable()
-
-    def to_policy_obs(obs_np: np.ndarray) -> torch.Tensor:
-        obs = obs_h2d(obs_np)
-        return obs_norm(obs) if obs_norm is not None else obs
-
-    with torch.inference_mode():
-        next_obs = to_policy_obs(envs.reset()[0])  # a resumed run restarts its episodes
-    next_done = torch.zeros(N, dtype=torch.bool, device=device)  # ended at the previous step
     start_time, start_step = time.perf_counter(), global_step
 
     for iteration in range(start_iteration + 1, num_iterations + 1):
         t_iter = time.perf_counter()
-        ep_returns, ep_lengths = [], []
         global_step += batch_size
 
         # ------------------------------------------------------------ rollout
-        with torch.inference_mode():
-            for step in range(T):
-                with timer.phase("rollout/inference"):
-                    action, logprob, _, value = agent.get_action_and_value(next_obs)
-                    buf.obs[step] = next_obs
-                    buf.actions[step] = action
-                    buf.logprobs[step] = logprob
-                    buf.values[step] = value
-                    buf.valid[step] = ~next_done  # the autoreset dummy step is not learned from
-                with timer.phase("rollout/d2h"):
-                    env_action = action if info.discrete else torch.maximum(torch.minimum(action, act_high), act_low)
-                    env_action = env_action.cpu().numpy()
-                with timer.phase("rollout/env"):
-                    obs_np, reward_np, term_np, trunc_np, env_info = envs.step(env_action)
-                    ended_ret, ended_len = ep_stats.step(reward_np, term_np, trunc_np, env_info)
-                    ep_returns.extend(ended_ret.tolist())
-                    ep_lengths.extend(ended_len.tolist())
-                with timer.phase("rollout/h2d"):
-                    next_obs = to_policy_obs(obs_np)
-                    rtt = step_h2d(np.stack([reward_np, term_np, trunc_np]))
-                    term, trunc = rtt[1] > 0, rtt[2] > 0
-                    next_done = term | trunc
-                    buf.rewards[step] = rew_norm(rtt[0], next_done) if rew_norm is not None else rtt[0]
-                    buf.terminated[step] = term
-                    buf.truncated[step] = trunc
-            with timer.phase("rollout/inference"):
-                bootstrap_value = agent.get_value(next_obs)  # V(s_T); the final obs if step T-1 ended
+        with torch.inference_mode():  # T steps of every env with the current parameters
+            ep_returns, ep_lengths = collector.collect(timer)
+        bootstrap_value = collector.bootstrap_value  # V(s_T); the final obs if step T-1 ended
 
         # ------------------------------------------------------------ credit assignment (GAE)
         with timer.phase("ca"), torch.no_grad():
@@ -307,7 +278,7 @@ def main(args: Args) -> dict:
     logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()
-    envs.close() if hasattr(envs, "close") else None
+    envs.close()
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
             "iterations": table.iterations}
 

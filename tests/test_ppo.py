@@ -99,6 +99,19 @@ def test_same_seed_same_result(tmp_path):
     assert la == [r["losses/loss"] for r in metrics(b["run_dir"])]
 
 
+def test_env_groups_short_run(tmp_path):
+    """Two env groups stepped in turn (the CUDA default) on the CPU: the run completes, the rollout
+    phases cover the iteration."""
+    out = run_inproc(tmp_path, "--env-groups", "2", "--num-envs", "4", "--num-steps", "16",
+                     "--total-timesteps", "192", "--ca-backend", "triton", "--no-progress")
+    rows = metrics(out["run_dir"])
+    assert out["global_step"] == 192 and len(rows) == 3
+    for row in rows:
+        phases = row["perf/rollout_s"] + row["perf/ca_s"] + row["perf/update_s"]
+        assert phases <= row["perf/iteration_s"] * 1.01
+        assert {"perf/rollout/env_s", "perf/rollout/inference_s", "perf/rollout/h2d_s", "perf/rollout/d2h_s"} <= set(row)
+
+
 def test_track_wandb_offline(tmp_path):
     env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true")
     r = run_cli(tmp_path, "--track", *TINY, "--total-timesteps", "32", "--ca-backend", "triton", env=env)
@@ -138,6 +151,7 @@ def test_resume_after_kill(tmp_path):
     (["--env-id", "Breakout-v4x"], "unknown env id 'Breakout-v4x'.*Did you mean"),
     (["--num-envs", "0"], "--num-envs must be >= 1"),
     (["--num-envs", "3", "--num-steps", "5", "--num-minibatches", "4"], "does not divide the batch"),
+    (["--num-envs", "4", "--env-groups", "3"], "--env-groups 3 must be >= 1 and divide --num-envs 4"),
 ])
 def test_bad_input_inproc(tmp_path, flags, message):
     with pytest.raises(ppo.ConfigError, match=message):
