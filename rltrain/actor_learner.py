@@ -6,11 +6,13 @@
   step, a lock only when copying).
 * :class:`Actor` -- a thread that steps an EnvPool env asynchronously
   (``async_reset`` / ``recv`` / ``send``), runs batched inference with its
-  own policy copy under ``torch.inference_mode``, assembles per-env chains
-  with :class:`envs.async_collector.TrajectoryAssembler` and puts finished
-  :class:`~envs.async_collector.Trajectory` batches on the queue.  Phase
-  timings (``actor/env``, ``actor/inference``, ...) and episode statistics
-  travel with each batch.
+  own policy copy (a :class:`rltrain.policy_step.PolicyStep`: one CUDA graph
+  replay per step, recorded in the constructor, i.e. in the main thread
+  before any thread runs), assembles per-env chains with
+  :class:`envs.async_collector.TrajectoryAssembler` and puts finished
+  :class:`~envs.async_collector.Trajectory` batches of ``out_width`` env
+  columns on the queue.  Phase timings (``actor/env``, ``actor/inference``,
+  ...) and episode statistics travel with each batch.
 * :class:`ActorPool` -- starts the actors, hands batches to the learner
   (:meth:`ActorPool.get`, timing its wait), re-raises an actor's exception in
   the learner thread as :class:`ActorError` (with the actor's traceback) and
@@ -22,7 +24,17 @@ Policy lag: every row carries the version of the parameters that chose its
 action; the learner's lag for a batch is ``updates_done - version``.  With
 the queue bounded at ``Q`` items and a refresh every ``K`` updates the lag
 is at most about ``Q + num_actors + K`` (items in the queue, one blocked put
-per actor, the batch being learned).
+per actor, the batch being learned) when a batch holds all of an actor's
+envs; a narrower batch (``out_width < num_envs``) comes ``num_envs /
+out_width`` times as often, so the lag counted in updates grows by that
+factor while the lag in env steps stays the same.
+
+Keeping the learner busy: an update's cost hardly depends on the batch width
+on a GPU (a few dozen launches), while a batch of all the envs takes the
+actors ``T * num_envs / env_SPS`` to fill -- with 4096 CartPole envs, T = 32
+and 1.5M steps/s that is 87 ms for an update of a few ms, so the learner
+would wait > 90 % of its time whatever the actors do.  A learner batch of
+``B`` columns (:func:`learner_batch_width`) arrives every ``T * B / env_SPS``.
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ import threading
 import time
 import traceback
 from collections import defaultdict
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -41,11 +53,25 @@ import torch.nn as nn
 
 from envs.async_collector import Trajectory, TrajectoryAssembler
 from envs.episode_stats import EpisodeStats
+from rltrain.config import ConfigError
 from rltrain.interrupt import GracefulInterrupt
+from rltrain.policy_step import PolicyStep
 from rltrain.rollout import HostToDevice
 from rltrain.timers import PhaseTimer
 
-__all__ = ["ActorError", "ParamServer", "Actor", "ActorPool"]
+__all__ = ["ActorError", "ParamServer", "Actor", "ActorPool", "learner_batch_width"]
+
+
+def learner_batch_width(requested: int, actor_envs: int, num_minibatches: int) -> int:
+    """Env columns per learner batch: ``requested`` (0: all ``actor_envs`` of an actor), between 1 and
+    ``actor_envs`` and a multiple of ``num_minibatches``."""
+    width = requested or actor_envs
+    if not 1 <= width <= actor_envs:
+        raise ConfigError(f"--learner-batch-envs must be in [1, num_envs / num_actors = {actor_envs}] "
+                          f"(0: {actor_envs}), got {requested}")
+    if width % num_minibatches:
+        raise ConfigError(f"--num-minibatches {num_minibatches} does not divide the learner batch width {width}")
+    return width
 
 
 class ActorError(RuntimeError):
@@ -89,21 +115,28 @@ class Actor(threading.Thread):
 
     ``envs`` is anything with EnvPool's async API: ``async_reset()``,
     ``recv() -> (obs, reward, terminated, truncated, info)`` with
-    ``info["env_id"]``, ``send(action, env_id)``.  ``clip_action`` maps the
-    sampled action to what the env gets (e.g. clipping to the bounds)."""
+    ``info["env_id"]`` (always ``batch_size`` envs: EnvPool's ``batch_size``,
+    default ``num_envs``), ``send(action, env_id)``.  The env gets the sampled
+    action as ``int32`` for discrete actions, clipped to ``[action_low,
+    action_high]`` for continuous ones.  ``out_width`` env columns make a
+    learner batch (default ``num_envs``).  ``capture=False`` runs the policy
+    step eagerly on CUDA too."""
 
     def __init__(self, actor_id: int, envs: Any, policy: nn.Module, params: ParamServer,
                  out: "queue_mod.Queue[Trajectory]", stop: threading.Event, *, num_envs: int,
                  num_steps: int, obs_shape, obs_dtype: torch.dtype, action_shape, action_dtype: torch.dtype,
-                 device: torch.device, clip_action: Optional[Callable[[torch.Tensor], torch.Tensor]] = None):
+                 device: torch.device, batch_size: Optional[int] = None, out_width: Optional[int] = None,
+                 discrete: bool = True, action_low: Optional[np.ndarray] = None,
+                 action_high: Optional[np.ndarray] = None, capture: bool = True):
         super().__init__(name=f"actor-{actor_id}", daemon=True)
         self.actor_id, self.envs, self.policy, self.params = actor_id, envs, policy, params
         self.out, self.stop, self.device = out, stop, torch.device(device)
-        self.clip_action = clip_action
         self.assembler = TrajectoryAssembler(num_envs, num_steps, obs_shape, obs_dtype, action_shape,
-                                             action_dtype, device)
-        self.obs_h2d: Dict[int, HostToDevice] = {}  # one pinned stage per recv batch size
-        self.obs_shape, self.obs_dtype = tuple(obs_shape), obs_dtype
+                                             action_dtype, device, out_width=out_width)
+        self.batch_size = batch_size or num_envs
+        self.step = PolicyStep(policy, self.batch_size, obs_shape, obs_dtype, self.device, discrete=discrete,
+                               action_low=action_low, action_high=action_high, with_value=False, capture=capture)
+        self.obs_h2d = HostToDevice((self.batch_size, *obs_shape), obs_dtype, self.device)
         self.ep_stats = EpisodeStats(num_envs)
         self.timer = PhaseTimer(device)
         self.error: Optional[BaseException] = None
@@ -135,32 +168,30 @@ class Actor(threading.Thread):
         finally:
             self.queue_wait_s += time.perf_counter() - t0
 
-    def _stage(self, obs_np: np.ndarray) -> torch.Tensor:
-        b = obs_np.shape[0]
-        if b not in self.obs_h2d:
-            self.obs_h2d[b] = HostToDevice((b, *self.obs_shape), self.obs_dtype, self.device)
-        return self.obs_h2d[b](obs_np)
-
     def _loop(self) -> None:
-        envs, timer, asm = self.envs, self.timer, self.assembler
+        envs, timer, asm, step = self.envs, self.timer, self.assembler, self.step
         returns: List[float] = []
         lengths: List[int] = []
         t_last = time.perf_counter()
         steps_last = 0
-        with timer.phase("actor/env"):
-            envs.async_reset()
+        timer.mark()
+        envs.async_reset()
+        timer.lap("actor/env")
         while not self.stop.is_set():
-            with timer.phase("actor/env"):
-                obs_np, rew_np, term_np, trunc_np, info = envs.recv()
-                ids = np.asarray(info["env_id"], dtype=np.int64)
-                ended_ret, ended_len = self.ep_stats.step(rew_np, term_np, trunc_np, info, env_ids=ids)
-                returns.extend(ended_ret.tolist())
-                lengths.extend(ended_len.tolist())
-            with timer.phase("actor/assemble"):
-                obs = self._stage(obs_np)
-                rtt = torch.from_numpy(np.stack([rew_np, term_np, trunc_np]).astype(np.float32)).to(
-                    self.device, non_blocking=True)
-                done_batches = asm.observe(ids, obs, rtt[0], rtt[1] > 0, rtt[2] > 0)
+            obs_np, rew_np, term_np, trunc_np, info = envs.recv()
+            ids = np.asarray(info["env_id"], dtype=np.int64)
+            if ids.shape[0] != self.batch_size:
+                raise RuntimeError(f"recv returned {ids.shape[0]} envs, expected the EnvPool batch_size "
+                                   f"{self.batch_size}")
+            ended_ret, ended_len = self.ep_stats.step(rew_np, term_np, trunc_np, info, env_ids=ids)
+            returns.extend(ended_ret.tolist())
+            lengths.extend(ended_len.tolist())
+            timer.lap("actor/env")
+            obs = self.obs_h2d.into(obs_np, step.obs)
+            rtt = torch.from_numpy(np.stack([rew_np, term_np, trunc_np]).astype(np.float32)).to(
+                self.device, non_blocking=True)
+            done_batches = asm.observe(ids, obs, rtt[0], rtt[1] > 0, rtt[2] > 0)
+            timer.lap("actor/assemble")
             for item in done_batches:
                 item.episode_returns, item.episode_lengths = returns, lengths
                 returns, lengths = [], []
@@ -176,18 +207,14 @@ class Actor(threading.Thread):
                 if not self._put(item):
                     return
                 t_last = now
-            with timer.phase("actor/inference"):
-                self.version = self.params.pull(self.policy, self.version)
-                with torch.inference_mode():
-                    x = obs
-                    dist = self.policy.policy_head(self.policy.torso(x))
-                    action = dist.sample()
-                    logprob = dist.log_prob(action)
-                asm.act(ids, action, logprob, self.version)
-                env_action = self.clip_action(action) if self.clip_action is not None else action
-                env_action = env_action.cpu().numpy()
-            with timer.phase("actor/env"):
-                envs.send(env_action, ids)
+                timer.mark()  # the read ended the laps; the put's wait is counted in actor/queue_wait
+            self.version = self.params.pull(self.policy, self.version)
+            step()  # a_t ~ pi(.|s_t), log pi(a_t|s_t) on step.obs
+            asm.act(ids, step.action, step.logprob, self.version)
+            env_action = step.actions_to_host()
+            timer.lap("actor/inference")
+            envs.send(env_action, ids)
+            timer.lap("actor/env")
             self.steps += ids.shape[0]
 
 

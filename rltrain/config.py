@@ -45,6 +45,8 @@ class ExperimentArgs:
     """set torch.backends.cudnn.deterministic"""
     cuda: bool = True
     """use CUDA when it is available"""
+    cuda_graphs: bool = True
+    """replay the rollout's / actors' policy step from a CUDA graph (CUDA only)"""
     config: Optional[str] = None
     """YAML preset from configs/ (field: value); CLI flags override it"""
     runs_dir: str = "runs"

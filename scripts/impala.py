@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
 from envs import make_envs  # noqa: E402
-from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
+from rltrain.actor_learner import (Actor, ActorError, ActorPool, ParamServer, learner_batch_width,  # noqa: E402
+                                   summarize_actor_secs)
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
@@ -62,12 +63,16 @@ class Args(ExperimentArgs):
     """EnvPool async batch: recv returns this many envs (0: all of an actor's envs)"""
     num_actors: int = 1
     """actor threads, each with its own EnvPool and policy copy"""
+    learner_batch_envs: int = 0
+    """env columns (trajectories) per learner batch (0: all of an actor's envs); narrower batches
+    arrive more often and keep the learner busy"""
     num_threads: int = 0
     """EnvPool worker threads per actor (0: one per core)"""
     torch_threads: int = 0
     """torch intra-op threads (0: 1 on CUDA, half the cores on CPU)"""
     queue_size: int = 2
-    """bounded trajectory queue between actors and learner (bounds the policy lag)"""
+    """bounded trajectory queue between actors and learner (bounds the policy lag), in rounds of an
+    actor's envs: it holds queue_size * num_envs / num_actors / learner_batch_envs batches"""
     param_refresh_every: int = 1
     """publish the learner's parameters to the actors every K updates"""
     # --- algorithm ---
@@ -135,11 +140,12 @@ def check_args(args: Args) -> None:
 
 def main(args: Args) -> dict:
     check_args(args)
-    width = args.num_envs // args.num_actors  # env columns per learner batch (one actor's envs)
+    width = args.num_envs // args.num_actors  # envs of one actor
+    batch_envs = learner_batch_width(args.learner_batch_envs, width, args.num_minibatches)  # columns per batch
     T = args.num_steps
-    batch_size = T * width
+    batch_size = T * batch_envs
     num_updates = args.total_timesteps // batch_size
-    minibatch_width = width // args.num_minibatches
+    minibatch_width = batch_envs // args.num_minibatches
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
     seed_everything(args.seed, args.torch_deterministic)
@@ -155,11 +161,6 @@ def main(args: Args) -> dict:
         raise ConfigError("--correction retrace needs a discrete action space (Q head); use vtrace")
     obs_dtype = torch.uint8 if info.obs_dtype == np.uint8 else torch.float32
     act_dtype = torch.long if info.discrete else torch.float32
-    clip_action = None
-    if not info.discrete:
-        act_low = torch.as_tensor(info.action_low, device=device)
-        act_high = torch.as_tensor(info.action_high, device=device)
-        clip_action = lambda a: torch.maximum(torch.minimum(a, act_high), act_low)  # noqa: E731
 
     # ---------------------------------------------------------------- agent (learner) + optimizer
     agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions,
@@ -175,22 +176,26 @@ def main(args: Args) -> dict:
     start_update, global_step = run.iteration, run.global_step
     logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {backend.label} | "
                  f"{args.num_actors} actor(s) x {width} envs (recv batch {args.env_batch_size or width}), "
-                 f"T={T}, {num_updates} updates" + (f" | resumed at update {start_update}" if run.resumed else ""))
+                 f"learner batch {batch_envs} envs x T={T}, {num_updates} updates" + (f" | resumed at update {start_update}" if run.resumed else ""))
 
     def checkpoint(path: Path, update: int) -> None:
         state.save(path, iteration=update, global_step=global_step, recent_returns=recent_returns,
                    run_dir=run_dir)
 
-    # ---------------------------------------------------------------- actors: own policy copy, bounded queue
+    # ---------------------------------------------------------------- actors: own policy copy (its step
+    # recorded as a CUDA graph here, before any thread runs), bounded queue
     params = ParamServer(agent, version=start_update)
-    traj_queue: queue.Queue = queue.Queue(maxsize=args.queue_size)
+    # an actor's envs complete their chains together: a round of width / batch_envs batches must not block it
+    traj_queue: queue.Queue = queue.Queue(maxsize=args.queue_size * -(-width // batch_envs))
     stop = threading.Event()
     actors = []
     for i, envs in enumerate(env_list):
         policy = copy.deepcopy(agent).requires_grad_(False)
         actors.append(Actor(i, envs, policy, params, traj_queue, stop, num_envs=width, num_steps=T,
                             obs_shape=info.obs_shape, obs_dtype=obs_dtype, action_shape=info.action_shape,
-                            action_dtype=act_dtype, device=device, clip_action=clip_action))
+                            action_dtype=act_dtype, device=device, batch_size=args.env_batch_size or width,
+                            out_width=batch_envs, discrete=info.discrete, action_low=info.action_low,
+                            action_high=info.action_high, capture=args.cuda_graphs))
     interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks
     pool = ActorPool(actors, traj_queue, stop, interrupt)
     timer, table = PhaseTimer(device), PhaseTable()
@@ -272,8 +277,8 @@ def main(args: Args) -> dict:
             in_update = True
             mb_stats = []
             for epoch in range(args.update_epochs):
-                perm = (torch.randperm(width, device=device) if args.num_minibatches > 1
-                        else torch.arange(width, device=device))
+                perm = (torch.randperm(batch_envs, device=device) if args.num_minibatches > 1
+                        else torch.arange(batch_envs, device=device))
                 for cols in perm.view(args.num_minibatches, minibatch_width):
                     mb = traj.columns(cols) if args.num_minibatches > 1 else traj
                     loss, stats = loss_and_stats(mb, ret_stats=epoch == 0)

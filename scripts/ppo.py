@@ -61,8 +61,6 @@ class Args(ExperimentArgs):
     env_groups: int = 0
     """env groups stepped in turn, so env stepping overlaps inference (must divide num_envs;
     0: 2 on CUDA, 1 on CPU)"""
-    cuda_graphs: bool = True
-    """replay the rollout's policy step from a CUDA graph (CUDA only)"""
     torch_threads: int = 0
     """torch intra-op threads (0: 1 on CUDA, half the cores on CPU)"""
     norm_obs: bool = False

@@ -81,7 +81,8 @@ def _make_actor(env, N, T, q, stop, params=None, policy=None):
     policy = policy or make_agent("mlp", (4,), True, 3)
     params = params or ParamServer(policy)
     return Actor(0, env, policy, params, q, stop, num_envs=N, num_steps=T, obs_shape=(4,),
-                 obs_dtype=torch.float32, action_shape=(), action_dtype=torch.long, device=torch.device("cpu"))
+                 obs_dtype=torch.float32, action_shape=(), action_dtype=torch.long, device=torch.device("cpu"),
+                 batch_size=env.B)
 
 
 @pytest.mark.parametrize("N,B,T", [(6, 2, 4), (5, 3, 7), (4, 4, 3)])
@@ -232,6 +233,28 @@ def test_short_run_logs_everything(tmp_path, correction):
     lag_max = max(r["policy_lag/max"] for r in rows)
     assert 0 <= lag_max <= args.queue_size + args.num_actors + args.param_refresh_every
     assert (Path(out["run_dir"]) / "checkpoints" / "latest.pt").is_file()
+
+
+def test_narrow_learner_batches_from_two_actors(tmp_path):
+    """Learner batches of 2 env columns from actors of 4 envs: twice the updates of full-width batches;
+    policy lag grows by the same factor in updates (the same in env steps)."""
+    impala = load_script("impala")
+    args = impala.cli(["--runs-dir", str(tmp_path), "--no-progress", "--total-timesteps", "1024",
+                       "--num-envs", "8", "--num-actors", "2", "--learner-batch-envs", "2", "--num-steps", "8",
+                       "--num-minibatches", "2"])
+    out = impala.main(args)
+    rows = _metrics(out["run_dir"])
+    assert len(rows) == 1024 // (2 * 8) and out["global_step"] == 1024
+    rounds = (8 // 2) // 2  # batches in one round of an actor's envs
+    lag_max = max(r["policy_lag/max"] for r in rows)
+    assert 0 <= lag_max <= rounds * (args.queue_size + args.num_actors + args.param_refresh_every)
+    from rltrain.actor_learner import learner_batch_width
+    from rltrain.config import ConfigError
+    with pytest.raises(ConfigError, match="--learner-batch-envs must be in"):
+        learner_batch_width(5, 4, 1)
+    with pytest.raises(ConfigError, match="does not divide the learner batch width 3"):
+        learner_batch_width(3, 4, 2)
+    assert learner_batch_width(0, 4, 2) == 4
 
 
 def test_async_recv_batch_and_resume(tmp_path):
