@@ -105,6 +105,8 @@ class Args(ExperimentArgs):
     compile / loop: the benchmark's baselines; auto: triton, or loop on CPU under TRITON_INTERPRET=1"""
     amdahl_k: float = 10.0
     """kernel speedup k for the logged Amdahl prediction 1/((1-s)+s/k)"""
+    compile: bool = False
+    """torch.compile the minibatch loss (forward and, through it, backward)"""
 
 
 def check_args(args: Args) -> None:
@@ -166,6 +168,37 @@ def main(args: Args) -> dict:
     timer, table = PhaseTimer(device), PhaseTable()
     start_time, start_step = time.perf_counter(), global_step
 
+    def minibatch_loss(b: dict, b_valid: torch.Tensor, mb: torch.Tensor):
+        """PPO's clipped loss on the rows ``mb`` of the flat rollout ``b``; the autoreset dummy rows
+        (``b_valid`` 0) are left out.  Returns the loss, its diagnostics and the approximate KL."""
+        m = b_valid[mb]
+        denom = m.sum().clamp_min(1.0)
+        _, newlogprob, entropy, newvalue = agent.get_action_and_value(b["obs"][mb], b["actions"][mb])
+        logratio = newlogprob - b["logprobs"][mb]
+        ratio = logratio.exp()
+        mb_adv = b["advantages"][mb]
+        if args.norm_adv:
+            mean = masked_mean(mb_adv, m, denom)
+            std = masked_mean((mb_adv - mean).square(), m, denom).sqrt()
+            mb_adv = (mb_adv - mean) / (std + 1e-8)
+        pg_loss = masked_mean(torch.max(-mb_adv * ratio,
+                                        -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)), m, denom)
+        v_loss_unclipped = (newvalue - b["returns"][mb]).square()
+        if args.clip_vloss:
+            v_clipped = b["values"][mb] + (newvalue - b["values"][mb]).clamp(-args.clip_coef, args.clip_coef)
+            v_loss_unclipped = torch.max(v_loss_unclipped, (v_clipped - b["returns"][mb]).square())
+        v_loss = 0.5 * masked_mean(v_loss_unclipped, m, denom)
+        entropy_loss = masked_mean(entropy, m, denom)
+        loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
+        with torch.no_grad():  # diagnostics, read once per iteration
+            approx_kl = masked_mean((ratio - 1) - logratio, m, denom)
+            clipfrac = masked_mean(((ratio - 1).abs() > args.clip_coef).float(), m, denom)
+            stats = torch.stack([loss, pg_loss, v_loss, entropy_loss,
+                                 masked_mean(-logratio, m, denom), approx_kl, clipfrac])
+        return loss, stats, approx_kl
+
+    loss_fn = torch.compile(minibatch_loss, dynamic=False) if args.compile else minibatch_loss
+
     for iteration in range(start_iteration + 1, num_iterations + 1):
         t_iter = time.perf_counter()
         global_step += batch_size
@@ -191,30 +224,8 @@ def main(args: Args) -> dict:
                 minibatches = minibatch_indices(batch_size, minibatch_size, device)
             for mb in minibatches:
                 with timer.phase("update/forward"):
-                    m = b_valid[mb]
-                    denom = m.sum().clamp_min(1.0)
-                    _, newlogprob, entropy, newvalue = agent.get_action_and_value(b["obs"][mb], b["actions"][mb])
-                    logratio = newlogprob - b["logprobs"][mb]
-                    ratio = logratio.exp()
-                    mb_adv = b["advantages"][mb]
-                    if args.norm_adv:
-                        mean = masked_mean(mb_adv, m, denom)
-                        std = masked_mean((mb_adv - mean).square(), m, denom).sqrt()
-                        mb_adv = (mb_adv - mean) / (std + 1e-8)
-                    pg_loss = masked_mean(torch.max(-mb_adv * ratio,
-                                                    -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)), m, denom)
-                    v_loss_unclipped = (newvalue - b["returns"][mb]).square()
-                    if args.clip_vloss:
-                        v_clipped = b["values"][mb] + (newvalue - b["values"][mb]).clamp(-args.clip_coef, args.clip_coef)
-                        v_loss_unclipped = torch.max(v_loss_unclipped, (v_clipped - b["returns"][mb]).square())
-                    v_loss = 0.5 * masked_mean(v_loss_unclipped, m, denom)
-                    entropy_loss = masked_mean(entropy, m, denom)
-                    loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
-                    with torch.no_grad():  # diagnostics, read once per iteration
-                        approx_kl = masked_mean((ratio - 1) - logratio, m, denom)
-                        clipfrac = masked_mean(((ratio - 1).abs() > args.clip_coef).float(), m, denom)
-                        mb_stats.append(torch.stack([loss, pg_loss, v_loss, entropy_loss,
-                                                     masked_mean(-logratio, m, denom), approx_kl, clipfrac]))
+                    loss, mb_stat, approx_kl = loss_fn(b, b_valid, mb)
+                    mb_stats.append(mb_stat)
                 with timer.phase("update/backward"):
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()

@@ -112,6 +112,20 @@ def test_env_groups_short_run(tmp_path):
         assert {"perf/rollout/env_s", "perf/rollout/inference_s", "perf/rollout/h2d_s", "perf/rollout/d2h_s"} <= set(row)
 
 
+def test_compile_gives_the_eager_losses(tmp_path):
+    """--compile (torch.compile of the minibatch loss, backward through it) trains like the eager loss."""
+    flags = ["--num-envs", "4", "--num-steps", "16", "--total-timesteps", "128", "--update-epochs", "2",
+             "--ca-backend", "triton", "--save-model", "--no-progress"]
+    eager = run_inproc(tmp_path / "eager", *flags)
+    compiled = run_inproc(tmp_path / "compiled", *flags, "--compile")
+    for a, b in zip(metrics(eager["run_dir"]), metrics(compiled["run_dir"])):
+        for k in ("losses/loss", "losses/value_loss", "losses/approx_kl"):
+            assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-7), k
+    ma = torch.load(Path(eager["run_dir"]) / "checkpoints" / "final.pt", weights_only=False)["model"]
+    mb = torch.load(Path(compiled["run_dir"]) / "checkpoints" / "final.pt", weights_only=False)["model"]
+    assert all(torch.allclose(ma[k], mb[k], rtol=1e-4, atol=1e-6) for k in ma)
+
+
 def test_track_wandb_offline(tmp_path):
     env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true")
     r = run_cli(tmp_path, "--track", *TINY, "--total-timesteps", "32", "--ca-backend", "triton", env=env)

@@ -1,0 +1,305 @@
+"""Trainer throughput against raw EnvPool, before and after, in one command: a table last, JSON written.
+
+    python scripts/bench_trainer.py --before-root PATH        # GPU host: every default case, ~7 min
+    python scripts/bench_trainer.py --cases ppo-cartpole      # a subset (names below)
+    python scripts/bench_trainer.py --quick                   # tiny versions on the CPU, < 1 min
+
+For each case (an env, N envs, T steps):
+
+1. **raw EnvPool**: random actions through one synchronous pool of the same N and threads
+   (``scripts/bench_envpool.py``), in this process;
+2. **the trainers**, each a subprocess with its checkout first on ``PYTHONPATH``: ``after`` is this
+   checkout, ``before`` the checkout at ``--before-root`` (same flags, minus the ones it does not
+   have), then variants of ``after`` (one env group, no CUDA graphs, ``--compile``, ...).  Each runs a
+   few iterations; its ``metrics.jsonl`` gives, after the warm-up iterations (CUDA-graph recording,
+   kernel compilation):
+
+   * ``sps``: env steps per second of wall clock between the last warm-up record and the last one
+     (everything counted: rollout, update, logging), and ``vs_raw`` = ``sps`` / raw;
+   * ``phases_ms``: each ``perf/<phase>_s`` in ms per iteration (IMPALA: per learner update);
+   * PPO: ``rollout_sps`` = batch / rollout time, the rollout alone against raw (``rollout_vs_raw``);
+   * IMPALA: ``learner_wait`` = queue wait / iteration time summed over the timed updates, the
+     actors' own steps/s (``actor_sps``, per actor, queue waits left out) and the policy lag.
+
+Raw and trainers run one after the other on the same machine in one call, so the ratios compare like
+with like.  Creating 4096 Atari envs takes about a minute each time: a case creates them three times
+(raw, before, after), so the Atari cases run few iterations and have no variants.
+
+Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
+Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
+4096 x 20, not in the default set: it does not fit the default run's time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import tyro
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_envpool  # noqa: E402
+from rltrain.runtime import num_cores  # noqa: E402
+
+DEFAULT_OUT = ROOT / "docs" / "results" / "trainer_throughput.json"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: the trainer, its env and sizes, and how long each run lasts."""
+
+    trainer: str                    # "ppo" | "impala"
+    env_id: str
+    num_envs: int
+    num_steps: int
+    warmup: int                     # rounds of num_envs * num_steps env steps left out
+    timed: int                      # rounds timed
+    flags: Tuple[str, ...] = ()     # both checkouts
+    after_flags: Tuple[str, ...] = ()  # this checkout only (flags the old trainers lack)
+    variants: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # (label, after flags replacing after_flags)
+    quick_after_flags: Tuple[str, ...] = ()  # after_flags of the tiny --quick version
+    raw_steps: int = 200
+    raw_warmup: int = 20
+
+    @property
+    def round_steps(self) -> int:
+        return self.num_envs * self.num_steps
+
+
+CARTPOLE_VARIANTS = (
+    ("after, 1 env group", ("--env-groups", "1")),
+    ("after, 2 groups x cores/2 threads", ("--num-threads", str(max(1, num_cores() // 2)))),
+    ("after, no CUDA graphs", ("--no-cuda-graphs",)),
+    ("after, --compile", ("--compile",)),
+)
+IMPALA_AFTER = ("--num-actors", "2", "--learner-batch-envs", "256")
+IMPALA_QUICK = ("--num-actors", "2", "--learner-batch-envs", "2")
+CASES: Dict[str, Case] = {
+    "ppo-cartpole": Case("ppo", "CartPole-v1", 4096, 128, warmup=2, timed=6, variants=CARTPOLE_VARIANTS),
+    "ppo-breakout": Case("ppo", "Breakout-v5", 4096, 16, warmup=1, timed=3,
+                         flags=("--config", "configs/atari.yaml"), raw_steps=20, raw_warmup=3),
+    "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
+                            quick_after_flags=IMPALA_QUICK,
+                            variants=(("after, 2 actors, full-width batches", ("--num-actors", "2")),
+                                      ("after, 1 actor, batches of 256", ("--learner-batch-envs", "256")))),
+    "impala-breakout": Case("impala", "Breakout-v5", 4096, 20, warmup=1, timed=3,
+                            flags=("--config", "configs/impala_atari.yaml"), after_flags=IMPALA_AFTER,
+                            quick_after_flags=IMPALA_QUICK,
+                            raw_steps=20, raw_warmup=3),
+}
+DEFAULT_CASES = "ppo-cartpole,impala-cartpole,ppo-breakout"
+
+
+def quick_case(case: Case) -> Case:
+    """The tiny CPU version of ``case``: a few envs, a few steps, no variants."""
+    atari = case.env_id.startswith("Breakout")
+    return dataclasses.replace(case, num_envs=4 if atari else 8, num_steps=4 if atari else 16, warmup=1,
+                               timed=2, after_flags=case.quick_after_flags, variants=(),
+                               raw_steps=10 if atari else 50, raw_warmup=2)
+
+
+@dataclass
+class Args:
+    cases: str = DEFAULT_CASES
+    """comma-separated cases: ppo-cartpole, ppo-breakout, impala-cartpole, impala-breakout"""
+    before_root: Optional[str] = None
+    """another checkout whose trainers are the 'before' (e.g. a copy of main); none: after only"""
+    out: Optional[str] = None
+    """JSON file (default docs/results/trainer_throughput.json; with --quick a temporary file)"""
+    quick: bool = False
+    """tiny versions on the CPU (a test of the benchmark, not a measurement)"""
+    variants: Optional[bool] = None
+    """run the after trainer's variants too (default: yes, except with --quick)"""
+    num_threads: int = 0
+    """EnvPool threads of the raw pool (0: one per core, as the trainers' default)"""
+    run_timeout: int = 600
+    """seconds before a trainer run is given up (recorded as an error)"""
+
+
+# ---------------------------------------------------------------------------- runs
+def trainer_flags(case: Case, extra: Sequence[str]) -> List[str]:
+    total = case.round_steps * (case.warmup + case.timed)
+    return [*case.flags, "--env-id", case.env_id, "--num-envs", str(case.num_envs), "--num-steps",
+            str(case.num_steps), "--total-timesteps", str(total), "--checkpoint-every", "0", *extra]
+
+
+def run_trainer(root: Path, case: Case, extra: Sequence[str], runs_dir: Path, timeout: int) -> Dict:
+    """Run ``root``'s trainer for ``case`` in a subprocess; the figures from its metrics.jsonl."""
+    cmd = [sys.executable, str(root / "scripts" / f"{case.trainer}.py"), "--runs-dir", str(runs_dir),
+           "--no-progress", *trainer_flags(case, extra)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s", "flags": list(extra)}
+    result: Dict = {"flags": list(extra), "process_s": round(time.perf_counter() - t0, 1)}
+    if done.returncode != 0:
+        return {**result, "error": f"exit {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"}
+    files = list(runs_dir.glob("*/metrics.jsonl"))
+    if len(files) != 1:
+        return {**result, "error": f"expected one metrics.jsonl under {runs_dir}, found {len(files)}"}
+    rows = [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
+    return {**result, **summarize(case, rows)}
+
+
+def summarize(case: Case, rows: List[Dict]) -> Dict:
+    """Figures of a run from its metrics rows; the rows up to ``warmup`` rounds of steps are left out."""
+    cut = case.round_steps * case.warmup
+    warm = [r for r in rows if r["global_step"] <= cut]
+    timed = [r for r in rows if r["global_step"] > cut]
+    if not warm or not timed:
+        return {"error": f"{len(rows)} metrics rows: none left after the warm-up of {cut} steps"}
+    start = warm[-1]
+    steps = timed[-1]["global_step"] - start["global_step"]
+    seconds = timed[-1]["time"] - start["time"]
+    n = len(timed)
+    phases = sorted({k for r in timed for k in r if k.startswith("perf/") and k.endswith("_s")
+                     and k != "perf/iteration_s"})
+    out = {
+        "iterations": n,
+        "steps": steps,
+        "sps": steps / seconds if seconds > 0 else float("nan"),
+        "iteration_ms": 1e3 * sum(r["perf/iteration_s"] for r in timed) / n,
+        "batch_steps": steps // n,
+        "phases_ms": {k[len("perf/"):-len("_s")]: 1e3 * sum(r.get(k, 0.0) for r in timed) / n for k in phases},
+        "final_avg_return": rows[-1].get("charts/avg_episodic_return"),
+    }
+    if case.trainer == "ppo":
+        rollout_s = sum(r.get("perf/rollout_s", 0.0) for r in timed)
+        out["rollout_sps"] = steps / rollout_s if rollout_s > 0 else float("nan")
+    else:
+        wait = sum(r.get("perf/learner_queue_wait_s", 0.0) for r in timed)
+        out["learner_wait"] = wait / sum(r["perf/iteration_s"] for r in timed)
+        out["actor_sps"] = sum(r.get("charts/actor_SPS", 0.0) for r in timed) / n
+        if any("policy_lag/mean" in r for r in timed):
+            out["policy_lag_mean"] = sum(r.get("policy_lag/mean", 0.0) for r in timed) / n
+    return out
+
+
+def raw_envpool(case: Case, threads: int) -> Dict:
+    res = bench_envpool.main(bench_envpool.Args(env_id=case.env_id, num_envs=case.num_envs, num_threads=threads,
+                                                steps=case.raw_steps, warmup=case.raw_warmup))
+    return {"sps": res["sps"], "num_threads": res["num_threads"], "steps": res["steps"] * case.num_envs}
+
+
+# ---------------------------------------------------------------------------- report
+def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
+    import envpool
+    import torch
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+            "driver": None, "torch": torch.__version__, "triton": triton_version,
+            "envpool": envpool.__version__, "python": sys.version.split()[0], "cpu_cores": num_cores(),
+            "after_commit": git_commit(ROOT),
+            "before_commit": git_commit(Path(before_root)) if before_root else None,
+            "command": " ".join(["python", "scripts/bench_trainer.py",
+                                 *("<before-root>" if before_root and a == before_root else a for a in argv)])}
+    try:
+        meta["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                        capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return meta
+
+
+def git_commit(root: Path) -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def table(results: Dict) -> str:
+    def pct(x):
+        return f"{100 * x:.1f}%" if isinstance(x, float) and math.isfinite(x) else "-"
+    lines = [f"{'case':<16}{'run':<38}{'steps/s':>12}{'vs raw':>9}{'rollout':>9}{'update ms':>11}{'wait':>8}",
+             "-" * 103]
+    for name, case in results["cases"].items():
+        raw = case["raw"]["sps"]
+        lines.append(f"{name:<16}{'raw EnvPool':<38}{raw:>12,.0f}{'100.0%':>9}")
+        for label, run in case["runs"].items():
+            if "error" in run:
+                lines.append(f"{'':<16}{label:<38}  error: {run['error'].splitlines()[-1][:60]}")
+                continue
+            phases = run["phases_ms"]
+            update = phases.get("update", phases.get("learner", float("nan")))
+            lines.append(f"{'':<16}{label:<38}{run['sps']:>12,.0f}{pct(run['sps'] / raw):>9}"
+                         f"{pct(run.get('rollout_sps', float('nan')) / raw):>9}{update:>11.1f}"
+                         f"{pct(run.get('learner_wait', float('nan'))):>8}")
+    lines.append("(rollout: PPO's rollout alone vs raw; update: PPO update / IMPALA learner busy ms per iteration;"
+                 " wait: IMPALA learner's queue-wait share)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- main
+def main(argv: Optional[Sequence[str]] = None) -> Dict:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = tyro.cli(Args, args=argv)
+    names = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in names if c not in CASES]
+    if unknown:
+        raise SystemExit(f"error: unknown case(s) {unknown}; choose from {sorted(CASES)}")
+    variants = not args.quick if args.variants is None else args.variants
+    out_path = Path(args.out) if args.out else (
+        Path(tempfile.gettempdir()) / "trainer_throughput_quick.json" if args.quick else DEFAULT_OUT)
+    before = Path(args.before_root).resolve() if args.before_root else None
+    if before is not None and not (before / "scripts" / "ppo.py").is_file():
+        raise SystemExit(f"error: --before-root {before} has no scripts/ppo.py")
+    results: Dict = {"meta": machine(argv, args.before_root), "cases": {}}
+    raw_cache: Dict[Tuple[str, int], Dict] = {}
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench_trainer_") as tmp:
+        for name in names:
+            case = quick_case(CASES[name]) if args.quick else CASES[name]
+            print(f"[{time.perf_counter() - t_start:6.0f}s] {name}: raw EnvPool", flush=True)
+            key = (case.env_id, case.num_envs)
+            if key not in raw_cache:
+                raw_cache[key] = raw_envpool(case, args.num_threads)
+            entry = {"trainer": case.trainer, "env_id": case.env_id, "num_envs": case.num_envs,
+                     "num_steps": case.num_steps, "raw": raw_cache[key], "runs": {}}
+            runs: List[Tuple[str, Path, Sequence[str]]] = []
+            if before is not None:
+                runs.append(("before", before, ()))
+            runs.append(("after", ROOT, case.after_flags))
+            if variants:
+                runs += [(label, ROOT, flags) for label, flags in case.variants]
+            for i, (label, root, extra) in enumerate(runs):
+                print(f"[{time.perf_counter() - t_start:6.0f}s] {name}: {label}", flush=True)
+                run = run_trainer(root, case, extra, Path(tmp) / f"{name}-{i}", args.run_timeout)
+                if "sps" in run:
+                    run["vs_raw"] = run["sps"] / entry["raw"]["sps"]
+                    if "rollout_sps" in run:
+                        run["rollout_vs_raw"] = run["rollout_sps"] / entry["raw"]["sps"]
+                entry["runs"][label] = run
+            results["cases"][name] = entry
+    results["meta"]["wall_s"] = round(time.perf_counter() - t_start, 1)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    print(f"\nwrote {out_path} ({results['meta']['wall_s']:.0f} s, {results['meta']['device']})\n")
+    print(table(results), flush=True)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""scripts/bench_trainer.py: the figures it derives from a run's metrics, and its --quick mode end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_trainer as B  # noqa: E402
+
+
+def test_summarize_leaves_out_the_warmup():
+    case = B.Case("ppo", "CartPole-v1", num_envs=4, num_steps=10, warmup=2, timed=3)
+    rows = []
+    for i in range(1, 6):  # 40 steps per iteration; the first two are warm-up (slow)
+        wall = 5.0 if i <= 2 else 0.5
+        rows.append({"global_step": 40 * i, "time": 100.0 + (10.0 if i <= 2 else 10.0 + 0.6 * (i - 2)),
+                     "perf/iteration_s": wall, "perf/rollout_s": wall * 0.8, "perf/rollout/env_s": wall * 0.5,
+                     "perf/update_s": wall * 0.2, "charts/avg_episodic_return": float(i)})
+    out = B.summarize(case, rows)
+    assert out["iterations"] == 3 and out["steps"] == 120
+    assert out["sps"] == pytest.approx(120 / 1.8)  # wall clock from the last warm-up record
+    assert out["iteration_ms"] == pytest.approx(500.0)
+    assert out["phases_ms"] == pytest.approx({"rollout": 400.0, "rollout/env": 250.0, "update": 100.0})
+    assert out["rollout_sps"] == pytest.approx(120 / 1.2) and out["final_avg_return"] == 5.0
+    impala = B.Case("impala", "CartPole-v1", num_envs=4, num_steps=10, warmup=1, timed=1)
+    rows = [{"global_step": 20 * i, "time": float(i), "perf/iteration_s": 1.0, "perf/learner_queue_wait_s": 0.25,
+             "charts/actor_SPS": 100.0, "policy_lag/mean": 2.0} for i in range(1, 5)]
+    out = B.summarize(impala, rows)
+    assert out["iterations"] == 2 and out["learner_wait"] == pytest.approx(0.25) and out["actor_sps"] == 100.0
+    assert "error" in B.summarize(case, rows[:1])
+
+
+def test_quick_mode_end_to_end(tmp_path, capsys):
+    """Raw EnvPool, a 'before' checkout (this one) and the after trainers, tiny, on the CPU."""
+    out = tmp_path / "throughput.json"
+    result = B.main(["--quick", "--cases", "ppo-cartpole,impala-cartpole", "--before-root", str(ROOT),
+                     "--out", str(out)])
+    assert json.loads(out.read_text())["cases"].keys() == result["cases"].keys() == {"ppo-cartpole", "impala-cartpole"}
+    meta = result["meta"]
+    assert meta["cpu_cores"] >= 1 and meta["torch"] and meta["envpool"] and "<before-root>" in meta["command"]
+    for name, case in result["cases"].items():
+        assert case["raw"]["sps"] > 0
+        assert set(case["runs"]) == {"before", "after"}
+        for label, run in case["runs"].items():
+            assert "error" not in run, (name, label, run.get("error"))
+            assert run["iterations"] >= 2 and run["sps"] > 0 and math.isfinite(run["vs_raw"])
+            if case["trainer"] == "ppo":
+                assert {"rollout", "rollout/env", "update", "ca"} <= set(run["phases_ms"])
+                assert 0 < run["rollout_sps"] and run["rollout_vs_raw"] == pytest.approx(run["rollout_sps"] / case["raw"]["sps"])
+            else:
+                assert 0 <= run["learner_wait"] <= 1 and run["actor_sps"] > 0
+    assert result["cases"]["impala-cartpole"]["runs"]["after"]["flags"] == list(B.IMPALA_QUICK)
+    printed = capsys.readouterr().out
+    assert "raw EnvPool" in printed and printed.rstrip().splitlines()[-1].startswith("(rollout:")
