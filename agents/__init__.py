@@ -17,13 +17,13 @@ from typing import Sequence, Tuple
 import torch.nn as nn
 
 from agents.actor_critic import ActorCritic
-from agents.heads import CategoricalHead, GaussianHead, QHead, ValueHead, sample_action
+from agents.heads import CategoricalHead, GaussianHead, QHead, ValueHead, draw_noise, sample_action
 from agents.impala_resnet import ImpalaResNet
 from agents.mlp import MLP
 from agents.nature_cnn import NatureCNN
 
 __all__ = ["ActorCritic", "CategoricalHead", "GaussianHead", "ImpalaResNet", "MLP", "NatureCNN",
-           "QHead", "ValueHead", "make_agent", "sample_action", "ARCHS"]
+           "QHead", "ValueHead", "make_agent", "sample_action", "draw_noise", "ARCHS"]
 
 ARCHS = ("auto", "mlp", "nature_cnn", "impala_resnet")
 

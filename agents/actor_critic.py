@@ -45,14 +45,16 @@ class ActorCritic(nn.Module):
         hv = h if self.critic_torso is None else self.critic_torso(x)
         return action, dist.log_prob(action), dist.entropy(), self.value_head(hv)
 
-    def act(self, x: torch.Tensor, with_value: bool = True
+    def act(self, x: torch.Tensor, with_value: bool = True, noise: Optional[torch.Tensor] = None
             ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
-        """The rollout's step: ``(action, log_prob, value)`` with a sampled action (``value`` is
-        ``None`` unless ``with_value``).  Same draws as :meth:`get_action_and_value` for the same
-        generator state; no host synchronisation, so it can be recorded in a CUDA graph."""
+        """The rollout's step: ``(action, log_prob, value)`` with an action drawn from ``noise``
+        (:func:`agents.heads.sample_action`; ``None``: drawn here, as :meth:`get_action_and_value`
+        draws for the same generator state); ``value`` is ``None`` unless ``with_value``.  Given the
+        noise there is no host synchronisation and no random number, so it can be recorded in a CUDA
+        graph."""
         h = self.torso(x)
         dist = self.policy_head(h)
-        action = sample_action(dist)
+        action = sample_action(dist, noise)
         value = None
         if with_value:
             value = self.value_head(h if self.critic_torso is None else self.critic_torso(x))

@@ -8,12 +8,15 @@
 
 Policy heads return a ``torch.distributions`` object whose ``log_prob`` and
 ``entropy`` are already summed over action dimensions (shape ``[B]``).
-:func:`sample_action` draws from such a distribution with device-side
-random numbers only (no host synchronisation, no data-dependent shapes), so
-the draw can be recorded in a CUDA graph and replayed.
+:func:`sample_action` draws from such a distribution as a function of explicit
+noise (:func:`draw_noise`): no host synchronisation, no data-dependent
+shapes, no random numbers inside, so the draw can be recorded in a CUDA graph
+and replayed with fresh noise.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -21,24 +24,34 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from agents.layers import layer_init
 
-__all__ = ["CategoricalHead", "GaussianHead", "ValueHead", "QHead", "sample_action"]
+__all__ = ["CategoricalHead", "GaussianHead", "ValueHead", "QHead", "sample_action", "draw_noise"]
 
 
-def sample_action(dist: Distribution) -> torch.Tensor:
-    """One action per row from a policy head's distribution, graph-safe.
+def sample_action(dist: Distribution, noise: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """One action per row from a policy head's distribution, as a function of explicit noise.
 
-    Categorical: Gumbel-max, ``argmax(logits - log(-log U))`` with ``U ~ Uniform[0, 1)`` from
-    ``torch.rand_like``: the argmax is distributed as ``softmax(logits)``.  Diagonal Gaussian:
-    ``mean + std * randn``.  Both draw one block of random numbers from the device's generator, so a
-    graph replay and an eager call from the same generator state give the same actions."""
+    Categorical: Gumbel-max, ``argmax(logits - log(-log U))`` with ``U ~ Uniform[0, 1)`` ``[B, A]``:
+    the argmax is distributed as ``softmax(logits)``.  Diagonal Gaussian: ``mean + std * E`` with
+    ``E ~ Normal(0, 1)`` ``[B, A]``.  ``noise`` is ``U`` or ``E`` (:func:`draw_noise`); ``None`` draws
+    it here from the default generator, exactly as :func:`draw_noise` would.  Given the noise the draw
+    is deterministic and synchronisation-free, so it can be recorded in a CUDA graph."""
     if isinstance(dist, Categorical):
         logits = dist.logits
-        gumbel = -torch.log(-torch.log(torch.rand_like(logits)))
-        return (logits + gumbel).argmax(-1)
+        u = torch.rand_like(logits) if noise is None else noise
+        return (logits - torch.log(-torch.log(u))).argmax(-1)
     if isinstance(dist, Independent) and isinstance(dist.base_dist, Normal):
         normal = dist.base_dist
-        return normal.loc + normal.scale * torch.randn_like(normal.loc)
-    raise TypeError(f"no graph-safe sampler for {type(dist).__name__}")
+        eps = torch.randn_like(normal.loc) if noise is None else noise
+        return normal.loc + normal.scale * eps
+    raise TypeError(f"no sampler for {type(dist).__name__}")
+
+
+def draw_noise(out: torch.Tensor, discrete: bool, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """Fill ``out`` ``[B, A]`` with the noise :func:`sample_action` takes: uniform for a categorical
+    policy, standard normal for a Gaussian one."""
+    if discrete:
+        return torch.rand(out.shape, generator=generator, out=out)
+    return torch.randn(out.shape, generator=generator, out=out)
 
 
 class CategoricalHead(nn.Module):

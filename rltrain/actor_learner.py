@@ -117,16 +117,17 @@ class Actor(threading.Thread):
     ``recv() -> (obs, reward, terminated, truncated, info)`` with
     ``info["env_id"]`` (always ``batch_size`` envs: EnvPool's ``batch_size``,
     default ``num_envs``), ``send(action, env_id)``.  The env gets the sampled
-    action as ``int32`` for discrete actions, clipped to ``[action_low,
-    action_high]`` for continuous ones.  ``out_width`` env columns make a
+    action as ``int32`` for discrete actions (``num_actions`` of them), clipped
+    to ``[action_low, action_high]`` for continuous ones (``num_actions``
+    dimensions).  ``out_width`` env columns make a
     learner batch (default ``num_envs``).  ``capture=False`` runs the policy
     step eagerly on CUDA too."""
 
     def __init__(self, actor_id: int, envs: Any, policy: nn.Module, params: ParamServer,
                  out: "queue_mod.Queue[Trajectory]", stop: threading.Event, *, num_envs: int,
                  num_steps: int, obs_shape, obs_dtype: torch.dtype, action_shape, action_dtype: torch.dtype,
-                 device: torch.device, batch_size: Optional[int] = None, out_width: Optional[int] = None,
-                 discrete: bool = True, action_low: Optional[np.ndarray] = None,
+                 device: torch.device, num_actions: int, batch_size: Optional[int] = None,
+                 out_width: Optional[int] = None, discrete: bool = True, action_low: Optional[np.ndarray] = None,
                  action_high: Optional[np.ndarray] = None, capture: bool = True):
         super().__init__(name=f"actor-{actor_id}", daemon=True)
         self.actor_id, self.envs, self.policy, self.params = actor_id, envs, policy, params
@@ -135,7 +136,8 @@ class Actor(threading.Thread):
                                              action_dtype, device, out_width=out_width)
         self.batch_size = batch_size or num_envs
         self.step = PolicyStep(policy, self.batch_size, obs_shape, obs_dtype, self.device, discrete=discrete,
-                               action_low=action_low, action_high=action_high, with_value=False, capture=capture)
+                               num_actions=num_actions, action_low=action_low, action_high=action_high,
+                               with_value=False, capture=capture)
         self.obs_h2d = HostToDevice((self.batch_size, *obs_shape), obs_dtype, self.device)
         self.ep_stats = EpisodeStats(num_envs)
         self.timer = PhaseTimer(device)

@@ -68,7 +68,7 @@ class RolloutCollector:
         self.step_index = [torch.zeros(1, dtype=torch.long, device=self.device) for _ in range(K)]
         self.policy = [
             PolicyStep(agent, M, info.obs_shape, obs_dtype, self.device, discrete=info.discrete,
-                       action_low=info.action_low, action_high=info.action_high,
+                       num_actions=info.num_actions, action_low=info.action_low, action_high=info.action_high,
                        record=self._recorder(g), capture=capture)
             for g in range(K)]
         self.obs_h2d = [HostToDevice((M, *info.obs_shape), env_obs_dtype, self.device) for _ in range(K)]

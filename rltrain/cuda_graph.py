@@ -7,8 +7,7 @@ times on a side stream (warm-up: lazy initialisation, cuDNN / cuBLAS workspaces)
 the addresses of every tensor ``fn`` touched: inputs must be written in place (``copy_``) and outputs are
 the tensors ``fn`` returned during the recording, overwritten by each replay.  Parameters updated in
 place (optimizer steps, ``load_state_dict``, ``copy_``) are seen by the next replay without recording
-again.  Random numbers drawn inside come from the device generator's philox offsets, advanced by each
-replay as an eager call would advance them.
+again.  Random numbers are best drawn outside, into an input (see :mod:`rltrain.policy_step`).
 
 Where there is no CUDA device (or ``enabled=False``) the call is simply ``fn()``.
 """

@@ -1,10 +1,15 @@
 """The rollout's batched policy step on fixed buffers, replayed from a CUDA graph.
 
-:class:`PolicyStep` owns a static input ``obs`` ``[B, *obs_shape]``; each call runs
-``agent.act(obs)`` -- torso, head, a graph-safe draw (:func:`agents.heads.sample_action`), its
-log-probability and optionally the value -- and the action the envs get (clipped to the bounds for
-continuous actions, ``int32`` for discrete ones).  On CUDA the whole step is one graph replay
-(:class:`rltrain.cuda_graph.CapturedCall`); on the CPU it runs eagerly.  The outputs are overwritten
+:class:`PolicyStep` owns static inputs ``obs`` ``[B, *obs_shape]`` and ``noise`` ``[B, A]``; each call
+draws fresh noise (one eager launch, :func:`agents.heads.draw_noise`, from the default generator or
+``generator``) and runs ``agent.act(obs, noise=noise)`` -- torso, head, the action drawn from the noise
+(:func:`agents.heads.sample_action`), its log-probability and optionally the value -- and the action the
+envs get (clipped to the bounds for continuous actions, ``int32`` for discrete ones).  On CUDA all but
+the noise is one graph replay (:class:`rltrain.cuda_graph.CapturedCall`); on the CPU it runs eagerly.
+With the same generator state the actions are the agent's own
+(``agent.get_action_and_value``).  The noise stays outside the recording: random numbers drawn inside
+a graph take their offsets from a device tensor of the generator that every replay rewrites first, so
+replays of two graphs on two streams (actor threads) could read each other's offsets.  The outputs are overwritten
 by the next call.  ``record(obs, action, logprob, value)`` runs inside the step after the forward pass,
 so writes into rollout storage cost no launch of their own.
 
@@ -21,6 +26,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from agents.heads import draw_noise
 from rltrain.cuda_graph import CapturedCall
 
 __all__ = ["PolicyStep"]
@@ -33,12 +39,14 @@ class PolicyStep:
     without ``with_value``) and ``step.env_action`` hold the results.  See the module docstring."""
 
     def __init__(self, agent: nn.Module, batch: int, obs_shape: Sequence[int], obs_dtype: torch.dtype,
-                 device: torch.device | str, *, discrete: bool, action_low: Optional[np.ndarray] = None,
-                 action_high: Optional[np.ndarray] = None, with_value: bool = True,
-                 record: Optional[Record] = None, capture: bool = True):
+                 device: torch.device | str, *, discrete: bool, num_actions: int,
+                 action_low: Optional[np.ndarray] = None, action_high: Optional[np.ndarray] = None,
+                 with_value: bool = True, record: Optional[Record] = None, capture: bool = True,
+                 generator: Optional[torch.Generator] = None):
         self.agent, self.discrete, self.with_value, self.record = agent, discrete, with_value, record
-        self.device = torch.device(device)
+        self.device, self.generator = torch.device(device), generator
         self.obs = torch.zeros((batch, *obs_shape), dtype=obs_dtype, device=self.device)
+        self.noise = torch.full((batch, num_actions), 0.5, dtype=torch.float32, device=self.device)
         self._low = self._high = None
         if not discrete:
             self._low = torch.as_tensor(action_low, dtype=torch.float32, device=self.device)
@@ -57,7 +65,7 @@ class PolicyStep:
 
     def _forward(self):
         with torch.no_grad():
-            action, logprob, value = self.agent.act(self.obs, self.with_value)
+            action, logprob, value = self.agent.act(self.obs, self.with_value, noise=self.noise)
             if self.discrete:
                 env_action = action.to(torch.int32)
             else:
@@ -67,6 +75,7 @@ class PolicyStep:
         return action, logprob, value, env_action
 
     def __call__(self) -> None:
+        draw_noise(self.noise, self.discrete, self.generator)
         self.action, self.logprob, self.value, self.env_action = self._call()
 
     def actions_to_host(self) -> np.ndarray:

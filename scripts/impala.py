@@ -193,7 +193,8 @@ def main(args: Args) -> dict:
         policy = copy.deepcopy(agent).requires_grad_(False)
         actors.append(Actor(i, envs, policy, params, traj_queue, stop, num_envs=width, num_steps=T,
                             obs_shape=info.obs_shape, obs_dtype=obs_dtype, action_shape=info.action_shape,
-                            action_dtype=act_dtype, device=device, batch_size=args.env_batch_size or width,
+                            action_dtype=act_dtype, device=device, num_actions=info.num_actions,
+                            batch_size=args.env_batch_size or width,
                             out_width=batch_envs, discrete=info.discrete, action_low=info.action_low,
                             action_high=info.action_high, capture=args.cuda_graphs))
     interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks

@@ -82,7 +82,7 @@ def _make_actor(env, N, T, q, stop, params=None, policy=None):
     params = params or ParamServer(policy)
     return Actor(0, env, policy, params, q, stop, num_envs=N, num_steps=T, obs_shape=(4,),
                  obs_dtype=torch.float32, action_shape=(), action_dtype=torch.long, device=torch.device("cpu"),
-                 batch_size=env.B)
+                 num_actions=3, batch_size=env.B)
 
 
 @pytest.mark.parametrize("N,B,T", [(6, 2, 4), (5, 3, 7), (4, 4, 3)])

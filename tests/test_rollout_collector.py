@@ -52,8 +52,9 @@ def test_gaussian_draws_mean_plus_std_noise():
 
 # ------------------------------------------------------------------ policy step
 def _step_and_eager(agent, obs, discrete, low=None, high=None, capture=False, device="cpu"):
+    num_actions = agent.policy_head.logits.out_features if discrete else agent.policy_head.mean.out_features
     step = PolicyStep(agent, obs.shape[0], obs.shape[1:], obs.dtype, device, discrete=discrete,
-                      action_low=low, action_high=high, capture=capture)
+                      num_actions=num_actions, action_low=low, action_high=high, capture=capture)
     step.obs.copy_(obs)
     torch.manual_seed(7)
     step()
@@ -148,7 +149,7 @@ def test_env_groups_seed_env_i_as_one_pool():
 # ------------------------------------------------------------------ grouped rollouts == synchronous rollouts
 def _greedy(agent):
     """A deterministic policy (argmax of the logits), so rollouts of different schedules compare exactly."""
-    def act(self, x, with_value=True):
+    def act(self, x, with_value=True, noise=None):
         dist = self.policy_head(self.torso(x))
         a = dist.logits.argmax(-1)
         return a, dist.log_prob(a), self.get_value(x) if with_value else None
