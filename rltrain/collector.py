@@ -75,8 +75,7 @@ class RolloutCollector:
         self.raw_obs = ([torch.zeros((M, *info.obs_shape), dtype=env_obs_dtype, device=self.device) for _ in range(K)]
                         if obs_norm is not None else None)
         self.outcome_h2d = [HostToDevice((3, M), torch.float32, self.device) for _ in range(K)]
-        self.env_ids = [np.arange(envs.envs_of(g).start, envs.envs_of(g).stop) for g in range(K)]
-        self.ep_stats = EpisodeStats(N)
+        self.ep_stats = [EpisodeStats(M) for _ in range(K)]  # a group's envs in order: no index arrays
         self.bootstrap_value = self.storage.values[T]
         self._started = False
 
@@ -123,8 +122,7 @@ class RolloutCollector:
                 policy = self.policy[g]
                 if step > 0:
                     obs_np, reward, terminated, truncated, info = envs.recv(g)
-                    ended_ret, ended_len = self.ep_stats.step(reward, terminated, truncated, info,
-                                                              env_ids=self.env_ids[g])
+                    ended_ret, ended_len = self.ep_stats[g].step(reward, terminated, truncated, info)
                     returns.extend(ended_ret.tolist())
                     lengths.extend(ended_len.tolist())
                     timer.lap("rollout/env")
