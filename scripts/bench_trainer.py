@@ -27,7 +27,10 @@ with like.  Creating 4096 Atari envs takes about a minute each time: a case crea
 
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
 Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
-4096 x 20, not in the default set: it does not fit the default run's time).
+4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
+of 16384 frames through the Nature CNN, forward, backward, clip, Adam -- with deterministic cuDNN (the
+trainers' default), cuDNN autotuning, channels-last and ``torch.compile``, in ms per update).  The last
+two are not in the default set: they do not fit the default run's time.
 """
 
 from __future__ import annotations
@@ -101,6 +104,14 @@ CASES: Dict[str, Case] = {
                             raw_steps=20, raw_warmup=3),
 }
 DEFAULT_CASES = "ppo-cartpole,impala-cartpole,ppo-breakout"
+UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, minibatch=16384, minibatches=4,
+                                        epochs=4)}
+UPDATE_VARIANTS = (  # label, (cudnn deterministic, channels_last, compile)
+    ("cuDNN deterministic (default)", (True, False, False)),
+    ("cuDNN autotuned (no-torch-determ.)", (False, False, False)),
+    ("cuDNN autotuned + channels_last", (False, True, False)),
+    ("cuDNN deterministic + compile", (True, False, True)),
+)
 
 
 def quick_case(case: Case) -> Case:
@@ -114,7 +125,7 @@ def quick_case(case: Case) -> Case:
 @dataclass
 class Args:
     cases: str = DEFAULT_CASES
-    """comma-separated cases: ppo-cartpole, ppo-breakout, impala-cartpole, impala-breakout"""
+    """comma-separated cases: ppo-cartpole, ppo-breakout, impala-cartpole, impala-breakout, update-breakout"""
     before_root: Optional[str] = None
     """another checkout whose trainers are the 'before' (e.g. a copy of main); none: after only"""
     out: Optional[str] = None
@@ -191,6 +202,64 @@ def summarize(case: Case, rows: List[Dict]) -> Dict:
     return out
 
 
+def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: int, epochs: int,
+                      repeats: int = 3, warmup: int = 2) -> Dict[str, Dict]:
+    """ms per PPO-style update (``epochs`` x ``minibatches`` steps of ``minibatch`` random frames through the
+    Nature CNN: forward, a policy/value/entropy loss, backward, clip, Adam) for each of UPDATE_VARIANTS."""
+    import torch
+    from agents import make_agent
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    saved = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    out: Dict[str, Dict] = {}
+    n = minibatch * minibatches
+    gen = torch.Generator().manual_seed(0)
+    obs = torch.randint(0, 256, (n, *obs_shape), dtype=torch.uint8, generator=gen).to(device)
+    actions = torch.randint(0, num_actions, (n,), generator=gen).to(device)
+    adv, ret = torch.randn(n, generator=gen).to(device), torch.randn(n, generator=gen).to(device)
+    for label, (deterministic, channels_last, compiled) in UPDATE_VARIANTS:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = deterministic, not deterministic
+        torch.manual_seed(0)
+        agent = make_agent("nature_cnn", obs_shape, True, num_actions).to(device)
+        if channels_last:
+            agent = agent.to(memory_format=torch.channels_last)
+        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5)
+
+        def loss_fn(x, a, adv_mb, ret_mb):
+            _, logp, entropy, value = agent.get_action_and_value(x, a)
+            return -(logp * adv_mb).mean() + 0.5 * (value - ret_mb).square().mean() - 0.01 * entropy.mean()
+        step_loss = torch.compile(loss_fn, dynamic=False) if compiled else loss_fn
+
+        def update():
+            for _ in range(epochs):
+                for mb in torch.randperm(n, device=device).view(minibatches, minibatch):
+                    x = obs[mb]
+                    if channels_last:
+                        x = x.contiguous(memory_format=torch.channels_last)
+                    loss = step_loss(x, actions[mb], adv[mb], ret[mb])
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
+                    optimizer.step()
+        try:
+            for _ in range(warmup):
+                update()
+            times = []
+            for _ in range(repeats):
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                update()
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
+            out[label] = {"update_ms": 1e3 * sorted(times)[len(times) // 2], "minibatch": minibatch,
+                          "steps": epochs * minibatches}
+        except Exception as e:  # noqa: BLE001 -- one failed variant must not lose the others
+            out[label] = {"error": f"{type(e).__name__}: {e}"[:500]}
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved
+    return out
+
+
 def raw_envpool(case: Case, threads: int) -> Dict:
     res = bench_envpool.main(bench_envpool.Args(env_id=case.env_id, num_envs=case.num_envs, num_threads=threads,
                                                 steps=case.raw_steps, warmup=case.raw_warmup))
@@ -236,6 +305,11 @@ def table(results: Dict) -> str:
     lines = [f"{'case':<16}{'run':<38}{'steps/s':>12}{'vs raw':>9}{'rollout':>9}{'update ms':>11}{'wait':>8}",
              "-" * 103]
     for name, case in results["cases"].items():
+        if "updates" in case:
+            for i, (label, run) in enumerate(case["updates"].items()):
+                text = f"{run['update_ms']:>11.1f}" if "update_ms" in run else f"  error: {run['error'][:50]}"
+                lines.append(f"{name if i == 0 else '':<16}{label:<38}{'':>30}{text}")
+            continue
         raw = case["raw"]["sps"]
         lines.append(f"{name:<16}{'raw EnvPool':<38}{raw:>12,.0f}{'100.0%':>9}")
         for label, run in case["runs"].items():
@@ -257,9 +331,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = tyro.cli(Args, args=argv)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
-    unknown = [c for c in names if c not in CASES]
+    unknown = [c for c in names if c not in CASES and c not in UPDATE_CASES]
     if unknown:
-        raise SystemExit(f"error: unknown case(s) {unknown}; choose from {sorted(CASES)}")
+        raise SystemExit(f"error: unknown case(s) {unknown}; choose from {sorted([*CASES, *UPDATE_CASES])}")
     variants = not args.quick if args.variants is None else args.variants
     out_path = Path(args.out) if args.out else (
         Path(tempfile.gettempdir()) / "trainer_throughput_quick.json" if args.quick else DEFAULT_OUT)
@@ -271,6 +345,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_trainer_") as tmp:
         for name in names:
+            if name in UPDATE_CASES:
+                print(f"[{time.perf_counter() - t_start:6.0f}s] {name}", flush=True)
+                sizes = dict(UPDATE_CASES[name])
+                if args.quick:
+                    sizes.update(minibatch=8, minibatches=2, epochs=1)
+                results["cases"][name] = {"updates": update_microbench(**sizes), **sizes}
+                continue
             case = quick_case(CASES[name]) if args.quick else CASES[name]
             print(f"[{time.perf_counter() - t_start:6.0f}s] {name}: raw EnvPool", flush=True)
             key = (case.env_id, case.num_envs)
