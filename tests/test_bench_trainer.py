@@ -30,10 +30,10 @@ def test_summarize_leaves_out_the_warmup():
     assert out["phases_ms"] == pytest.approx({"rollout": 400.0, "rollout/env": 250.0, "update": 100.0})
     assert out["rollout_sps"] == pytest.approx(120 / 1.2) and out["final_avg_return"] == 5.0
     impala = B.Case("impala", "CartPole-v1", num_envs=4, num_steps=10, warmup=1, timed=1)
-    rows = [{"global_step": 20 * i, "time": float(i), "perf/iteration_s": 1.0, "perf/learner_queue_wait_s": 0.25,
+    rows = [{"global_step": 20 * i, "time": 2.0 * i, "perf/iteration_s": 1.0, "perf/learner_queue_wait_s": 0.25,
              "charts/actor_SPS": 100.0, "policy_lag/mean": 2.0} for i in range(1, 5)]
-    out = B.summarize(impala, rows)
-    assert out["iterations"] == 2 and out["learner_wait"] == pytest.approx(0.25) and out["actor_sps"] == 100.0
+    out = B.summarize(impala, rows)  # 2 updates after the warm-up, 4 s of wall clock, 0.5 s waiting
+    assert out["iterations"] == 2 and out["learner_wait"] == pytest.approx(0.125) and out["actor_sps"] == 100.0
     assert "error" in B.summarize(case, rows[:1])
 
 
