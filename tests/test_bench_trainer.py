@@ -59,3 +59,14 @@ def test_quick_mode_end_to_end(tmp_path, capsys):
     assert result["cases"]["impala-cartpole"]["runs"]["after"]["flags"] == list(B.IMPALA_QUICK)
     printed = capsys.readouterr().out
     assert "raw EnvPool" in printed and printed.rstrip().splitlines()[-1].startswith("(rollout:")
+
+
+def test_variants_wait_for_the_essential_runs_and_the_budget(tmp_path, monkeypatch):
+    """Variants run after every case's before/after, and none starts past --time-budget."""
+    tiny = B.Case("ppo", "CartPole-v1", num_envs=4, num_steps=8, warmup=1, timed=1, raw_steps=20, raw_warmup=2,
+                  variants=(("after, 1 env group", ("--env-groups", "1")),))
+    monkeypatch.setitem(B.CASES, "tiny", tiny)
+    result = B.main(["--cases", "tiny", "--time-budget", "0", "--out", str(tmp_path / "t.json")])
+    runs = result["cases"]["tiny"]["runs"]
+    assert list(runs) == ["after", "after, 1 env group"] and runs["after"]["sps"] > 0
+    assert runs["after, 1 env group"]["error"] == "skipped: past the 0.0 s budget"
