@@ -73,14 +73,16 @@ class TrainerState:
         self.extras = extras
 
     def save(self, path: str | Path, *, iteration: int, global_step: int, recent_returns: Sequence[float],
-             run_dir: str | Path) -> None:
-        """Write the checkpoint atomically (:func:`rltrain.checkpoint.save_checkpoint`)."""
+             run_dir: str | Path, wall_s: Optional[float] = None) -> None:
+        """Write the checkpoint atomically (:func:`rltrain.checkpoint.save_checkpoint`); ``wall_s``: the
+        run's training seconds so far, continued by a resumed run (:attr:`RunStart.wall_s`)."""
         save_checkpoint({
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "rng": get_rng_state(),
             "iteration": iteration, "global_step": global_step, "args": dataclasses.asdict(self.args),
             **{name: obj.state_dict() if obj is not None else None for name, obj in self.extras.items()},
             "recent_returns": list(recent_returns), "run_dir": str(run_dir),
+            **({"wall_s": wall_s} if wall_s is not None else {}),
         }, path)
 
     def restore(self, ckpt: Mapping[str, Any]) -> None:
@@ -108,6 +110,7 @@ class RunStart:
     global_step: int
     recent_returns: deque  # returns of the last RECENT_EPISODES episodes
     resumed: bool
+    wall_s: float = 0.0  # training seconds of the checkpoint's run (0 for a fresh run)
 
 
 def start_run(args: Any, state: TrainerState, total_iterations: int, device: torch.device) -> RunStart:
@@ -127,7 +130,8 @@ def start_run(args: Any, state: TrainerState, total_iterations: int, device: tor
     logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=total_iterations,
                     start_iteration=iteration, track=args.track, wandb_project=args.wandb_project_name,
                     wandb_entity=args.wandb_entity, console=args.progress)
-    return RunStart(run_dir, logger, iteration, global_step, recent, ckpt is not None)
+    return RunStart(run_dir, logger, iteration, global_step, recent, ckpt is not None,
+                    float(ckpt.get("wall_s", 0.0)) if ckpt is not None else 0.0)
 
 
 def run_main(main: Callable[[Any], Any], cli: Callable[[], Any],

@@ -3,6 +3,7 @@
     python scripts/bench_trainer.py --before-root PATH        # GPU host: every default case, ~7 min
     python scripts/bench_trainer.py --cases ppo-cartpole      # a subset (names below)
     python scripts/bench_trainer.py --quick                   # tiny versions on the CPU, < 1 min
+    python scripts/bench_trainer.py --markdown docs/results/trainer_throughput.json   # its tables
 
 For each case (an env, N envs, T steps):
 
@@ -140,6 +141,8 @@ class Args:
     """seconds before a trainer run is given up (recorded as an error; a Breakout run takes ~1.5 min)"""
     time_budget: float = 400.0
     """no variant starts after this many seconds (raw, before and after always run, first)"""
+    markdown: Optional[str] = None
+    """print the Markdown tables of this results file and exit (nothing is run)"""
 
 
 # ---------------------------------------------------------------------------- runs
@@ -278,8 +281,8 @@ def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
     except ImportError:
         triton_version = None
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-            "driver": None, "torch": torch.__version__, "triton": triton_version,
+            "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+            "driver": None, "cuda": torch.version.cuda, "torch": torch.__version__, "triton": triton_version,
             "envpool": envpool.__version__, "python": sys.version.split()[0], "cpu_cores": num_cores(),
             "after_commit": git_commit(ROOT),
             "before_commit": git_commit(Path(before_root)) if before_root else None,
@@ -334,10 +337,56 @@ def write(results: Dict, path: Path, t_start: float) -> None:
     path.write_text(json.dumps(results, indent=1, default=str) + "\n")
 
 
+TITLES = {"ppo": "PPO", "impala": "IMPALA"}
+
+
+def markdown(results: Dict) -> str:
+    """Markdown of a results file: where and when, one throughput row per run, and each case's phase
+    table (ms per iteration -- IMPALA: per learner update -- of every run side by side)."""
+    meta = results["meta"]
+    lines = [f"{meta.get('device_name')}, driver {meta.get('driver')}, CUDA {meta.get('cuda')}, torch "
+             f"{meta.get('torch')}, Triton {meta.get('triton')}, EnvPool {meta.get('envpool')}, "
+             f"{meta.get('cpu_cores')} CPU cores; {str(meta.get('date'))[:10]}.", "",
+             "| case | run | steps/s | vs raw EnvPool | rollout vs raw | learner waiting |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    trainer_cases = {n: c for n, c in results["cases"].items() if "runs" in c}
+    for name, case in trainer_cases.items():
+        title = f"{TITLES[case['trainer']]} {case['env_id']} {case['num_envs']} x {case['num_steps']}"
+        lines.append(f"| {title} | raw EnvPool | {case['raw']['sps']:,.0f} | 100% | | |")
+        for label, run in case["runs"].items():
+            if "error" in run:
+                lines.append(f"| | {label} | {run['error'].splitlines()[-1][:60]} | | | |")
+                continue
+            rollout = f"{100 * run['rollout_vs_raw']:.0f}%" if "rollout_vs_raw" in run else ""
+            wait = f"{100 * run['learner_wait']:.0f}%" if "learner_wait" in run else ""
+            lines.append(f"| | {label} | {run['sps']:,.0f} | {100 * run['vs_raw']:.0f}% | {rollout} | {wait} |")
+    for name, case in trainer_cases.items():
+        runs = {label: run for label, run in case["runs"].items() if "phases_ms" in run}
+        if not runs:
+            continue
+        unit = "ms / iteration" if case["trainer"] == "ppo" else "ms / learner update"
+        order = ["rollout", "ca", "update", "learner", "learner_queue_wait", "actor", "actor_queue_wait"]
+        phases = sorted({k for run in runs.values() for k in run["phases_ms"]},
+                        key=lambda k: (order.index(k.split("/")[0]) if k.split("/")[0] in order else len(order),
+                                       "/" in k, k))
+        lines += ["", f"**{name}** ({unit}; steps per iteration: "
+                  + ", ".join(f"{label} {run['batch_steps']:,}" for label, run in runs.items()) + ")", "",
+                  "| phase | " + " | ".join(runs) + " |", "| --- |" + " ---: |" * len(runs)]
+        for k in phases + ["iteration"]:
+            cells = [run["iteration_ms"] if k == "iteration" else run["phases_ms"].get(k) for run in runs.values()]
+            name_cell = f"&nbsp;&nbsp;{k}" if "/" in k else f"**{k}**"
+            lines.append(f"| {name_cell} | " + " | ".join("" if v is None else f"{v:.1f}" for v in cells) + " |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------- main
 def main(argv: Optional[Sequence[str]] = None) -> Dict:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = tyro.cli(Args, args=argv)
+    if args.markdown:
+        text = markdown(json.loads(Path(args.markdown).read_text()))
+        print(text)
+        return {"markdown": text}
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in names if c not in CASES and c not in UPDATE_CASES]
     if unknown:
@@ -397,7 +446,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
             entry["runs"][label] = run
             write(results, out_path, t_start)  # a call cut short still leaves what was measured
     write(results, out_path, t_start)
-    print(f"\nwrote {out_path} ({results['meta']['wall_s']:.0f} s, {results['meta']['device']})\n")
+    print(f"\nwrote {out_path} ({results['meta']['wall_s']:.0f} s, {results['meta']['device_name']})\n")
     print(table(results), flush=True)
     return results
 

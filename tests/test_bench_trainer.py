@@ -59,6 +59,13 @@ def test_quick_mode_end_to_end(tmp_path, capsys):
     assert result["cases"]["impala-cartpole"]["runs"]["after"]["flags"] == list(B.IMPALA_QUICK)
     printed = capsys.readouterr().out
     assert "raw EnvPool" in printed and printed.rstrip().splitlines()[-1].startswith("(rollout:")
+    for key in ("device_name", "driver", "cuda", "torch", "triton", "date"):  # what docs/results files name
+        assert key in meta, key
+    text = B.main(["--markdown", str(out)])["markdown"]
+    ppo = result["cases"]["ppo-cartpole"]["runs"]
+    assert f"| | after | {ppo['after']['sps']:,.0f} | {100 * ppo['after']['vs_raw']:.0f}% |" in text
+    assert "| phase | before | after |" in text and "| &nbsp;&nbsp;rollout/env |" in text
+    assert text.count("| **iteration** |") == 2
 
 
 def test_variants_wait_for_the_essential_runs_and_the_budget(tmp_path, monkeypatch):

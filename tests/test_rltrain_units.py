@@ -160,7 +160,7 @@ def test_trainer_state_roundtrip_and_resume_defaults(tmp_path):
     seed_everything(5)
     path = tmp_path / "latest.pt"
     TrainerState(Args(num_envs=8), model, opt, sched, rms=rms, unused=None).save(
-        path, iteration=3, global_step=96, recent_returns=[1.0, 2.0], run_dir=tmp_path)
+        path, iteration=3, global_step=96, recent_returns=[1.0, 2.0], run_dir=tmp_path, wall_s=12.5)
     expected_draw = torch.rand(2)
 
     args = parse_trainer_args(Args, ["--resume", str(path), "--learning-rate", "0.5"])
@@ -168,6 +168,7 @@ def test_trainer_state_roundtrip_and_resume_defaults(tmp_path):
     model2, opt2, sched2, rms2 = build(args.learning_rate)
     ckpt = load_checkpoint(path)
     assert ckpt["unused"] is None and ckpt["iteration"] == 3 and ckpt["recent_returns"] == [1.0, 2.0]
+    assert ckpt["wall_s"] == 12.5
     TrainerState(args, model2, opt2, sched2, rms=rms2, unused=None).restore(ckpt)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values()))
     assert torch.equal(rms2.mean, rms.mean) and torch.equal(rms2.count, rms.count)
