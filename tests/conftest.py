@@ -8,7 +8,7 @@
   suite runs on both.
 * ``load_script``: import a trainer script (``scripts/<name>.py``) as a module.
 * Input generators (``make_inputs``) for every estimator of the public API
-  and ``rel_err``.  Test modules import these helpers with
+  and ``rel_err``.  Test modules import these functions with
   ``from conftest import ...`` (pytest puts ``tests/`` on ``sys.path``).
 """
 
@@ -51,7 +51,7 @@ def built_for_sm90(jobs: list) -> list:
 
 
 def load_script(name: str):
-    """``scripts/<name>.py`` as the module ``<name>_script``, executed once per session and kept in
+    """``scripts/<name>.py`` as the module ``<name>_script``, executed once per test run and kept in
     ``sys.modules`` (where dataclasses and tyro look it up)."""
     if f"{name}_script" in sys.modules:
         return sys.modules[f"{name}_script"]
@@ -75,7 +75,7 @@ OPS = (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def device() -> str:
     return DEVICE
 

@@ -3,7 +3,7 @@ walks fed through shared memory by asynchronous copies): the rules that pick the
 copies can move, their errors, their builds for sm_90 (no GPU needed: Triton's own compiler and
 ``ptxas``), and on a GPU their outputs against the float64 reference, with the Triton walks taking
 the problems they cannot copy. The interpreter cannot run Gluon kernels, so without a GPU the
-reference check is the GPU suite's (docs/perf.md, "Walks fed through shared memory", "Async walks
+reference check is the GPU suite's (experiment log, "Walks fed through shared memory", "Async walks
 for lambda returns, discounted returns and Retrace", "V-trace's async walks")."""
 
 from __future__ import annotations
@@ -336,11 +336,11 @@ READS_AGAIN = {"vtrace": 1}  # barriers a chunk beside the walk's own: _async_wa
 @pytest.mark.parametrize("tile", RULE_TILES, ids=lambda x: "-".join(map(str, x)))
 def test_the_twins_build_for_sm90_with_few_barriers_and_hardly_a_spill(sm90_builds, tile, options):
     """One barrier a chunk, the walk's own (the Triton walk's 64 x 64 bf16 tile takes 15; Triton 3.9's
-    PTX has that one, Triton 3.6's one per stage: `docs/bench/async_walks/builds.log`), and V-trace's
+    PTX has that one, Triton 3.6's one per stage: experiment log, `async_walks/builds.log`), and V-trace's
     second before it reads the chunk again; every series copied ahead as 16-byte vectors (``cp.async``
     of 16 bytes, none smaller), at most one value spilled (Triton 3.6's ``ptxas`` spills 4 bytes of
     discounted returns' twin without its optional inputs in 64 x 64 tiles of two stages, in 80
-    registers; that form ran as fast as the Triton walk there: `docs/bench/async_returns/options.log`)."""
+    registers; that form ran as fast as the Triton walk there: experiment log, `async_returns/options.log`)."""
     op, stages = tile[0], tile[3]
     build = sm90_builds[(*tile, options)]
     assert 1 <= build["barriers"] <= stages + READS_AGAIN.get(op, 0)

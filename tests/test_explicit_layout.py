@@ -1,7 +1,7 @@
 """GAE's explicit-layout twin (``kernels._explicit_layout``, Gluon): the rule that picks it, its
 errors, its build for sm_90 (no GPU needed: Triton's own compiler and ``ptxas``), and on a GPU its
 outputs against the float64 reference. The interpreter cannot run Gluon kernels, so on a machine
-without a GPU the reference check is the GPU suite's (docs/perf.md, "Explicit layouts")."""
+without a GPU the reference check is the GPU suite's (experiment log, "Explicit layouts")."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: s
 def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t, block_n):
     """Two environments per thread up to 32 steps, and for 33-256 steps below 2048 environments, in
     unaligned rows (past 64 steps the light kernels only: 129-256 steps, and 65-128 from 2048
-    environments) and (Retrace, discounted returns) for 129-256 steps; four from 2048 (docs/perf.md)."""
+    environments) and (Retrace, discounted returns) for 129-256 steps; four from 2048 (experiment log)."""
     config = explicit(T, N, aligned_rows=N % 16 == 0, op=op)
     assert config == LaunchConfig(block_t, block_n, 4, explicit_layout=True)
     assert T <= config.block_t
@@ -62,7 +62,7 @@ def test_short_tiles_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps)
     Retrace at 65-256 (16-bit floats 129-256), discounted returns and GAE at 129-256, lambda returns
     at 129-256 (float32 below 4096 environments), and eligibility traces and episodic sums at
     129-255 float32 steps not a multiple of 16; two environments per thread below 2048 environments
-    and four from (docs/perf.md, "Eight-warp short tiles"; "Eight environments per thread, the short
+    and four from (experiment log, "Eight-warp short tiles"; "Eight environments per thread, the short
     tiles' edges"). Four warps elsewhere."""
     config = explicit(T, N, itemsize, aligned_rows=True, op=op)
     assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
@@ -81,7 +81,7 @@ def test_short_tiles_to_the_walks_edge(op, T, N, itemsize, block_t, block_n, war
     """16-bit floats and the light kernels hold whole sequences to twice ``SHORT_WALKS_FROM``
     elements (not V-trace's 16-bit floats), and 16-bit floats of 65-256 steps take eight
     environments per thread from 8192 environments (not V-trace); float32 129-256 steps also at
-    the bound, 8192 environments (lambda and discounted returns, ``linear_scan``; docs/perf.md,
+    the bound, 8192 environments (lambda and discounted returns, ``linear_scan``; experiment log,
     "Eight environments per thread, the short tiles' edges")."""
     config = explicit(T, N, itemsize, aligned_rows=True, op=op)
     assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
@@ -91,7 +91,7 @@ def test_short_tiles_to_the_walks_edge(op, T, N, itemsize, block_t, block_n, war
                                      ("retrace", 250, 12008), ("vtrace", 200, 6004), ("vtrace", 129, 4100)])
 def test_unaligned_rows_of_the_heavier_kernels_take_eight_warp_tiles(op, T, N):
     """Float32 rows not 16 elements apart, 129-256 steps: GAE and Retrace on eight warps, two
-    environments per thread, V-trace from 4096 environments (docs/perf.md, "Eight environments per
+    environments per thread, V-trace from 4096 environments (experiment log, "Eight environments per
     thread, the short tiles' edges"); V-trace below, bf16 and the other kernels keep their tiles."""
     assert explicit(T, N, 4, aligned_rows=False, op=op) == LaunchConfig(256, 8, 8, explicit_layout=True)
     assert not explicit(T, N, 2, aligned_rows=False, op=op).explicit_layout
@@ -102,7 +102,7 @@ def test_unaligned_rows_of_the_heavier_kernels_take_eight_warp_tiles(op, T, N):
 @pytest.mark.parametrize("T,N", [(65, 2500), (72, 1000), (100, 30002), (128, 6004)])
 def test_retrace_takes_eight_warp_tiles_in_unaligned_rows_of_65_to_128_steps(T, N):
     """Retrace's float32 rows not 16 elements apart of 65-128 steps: eight warps, two environments per
-    thread (docs/perf.md, "Successor values in rows not 16 elements apart, persistent look-back
+    thread (experiment log, "Successor values in rows not 16 elements apart, persistent look-back
     tiles"); V-trace and the others keep their Triton tiles there, and bf16 too."""
     assert explicit(T, N, 4, aligned_rows=False, op="retrace") == LaunchConfig(128, 8, 8, explicit_layout=True)
     assert not explicit(T, N, 2, aligned_rows=False, op="retrace").explicit_layout
@@ -114,7 +114,7 @@ def test_retrace_takes_eight_warp_tiles_in_unaligned_rows_of_65_to_128_steps(T, 
                                        (91, 12008, False), (100, 16390, False), (128, 6004, False), (72, 2500, False)])
 def test_gae_takes_four_warp_tiles_in_unaligned_rows_of_65_to_90_steps(T, N, whole):
     """GAE's float32 rows not 16 elements apart of 65-90 steps from 4096 environments: four warps, two
-    environments per thread (docs/perf.md, "Successor values in rows not 16 elements apart, persistent
+    environments per thread (experiment log, "Successor values in rows not 16 elements apart, persistent
     look-back tiles"); 91-128 steps and fewer environments keep the Triton tiles, and bf16."""
     config = explicit(T, N, 4, aligned_rows=False, op="gae")
     if whole:

@@ -189,13 +189,13 @@ def test_short_time_major_sequences_in_thread_runs(compiled_block_shapes, estima
     twice as wide from 16384 environments) and on four warps from 33 (16 wide from 4096
     environments, 8 below; 16-bit floats of 17-128 steps twice as wide from 8192 environments);
     from 2^21 elements (T rounded up to at least 128) 33-256 steps are walked in 16 x 32 one-warp
-    tiles three chunks deep, where rows are 16-aligned (H200 sweeps, ``docs/bench/short_tn``).
+    tiles three chunks deep, where rows are 16-aligned (H200 sweeps, experiment log, ``short_tn``).
     Kernels with ``NARROW_SHORT_TILES`` (Retrace, discounted returns) keep float32 tiles of 65-256
     steps 8 wide up to 8191 environments. Tiles of 65-128 steps 8 wide keep Triton's layout (each
     thread would hold 2 steps of 4 environments: measured slower in thread runs, inputs from DRAM).
     Tiles of 33-64 steps: ``test_time_major_tiles_of_33_to_64_steps``. Kernels with
     ``SHORT_LOOK_BACK_TILES`` (Retrace) take float32 sequences of 129-256 steps from 4096 to 8192
-    environments in 64 x 32 four-warp look-back tiles. 64-bit floats keep the first session's tiles
+    environments in 64 x 32 four-warp look-back tiles. 64-bit floats keep their tiles
     of ~1024 elements."""
     from kernels import LaunchConfig
 
@@ -252,7 +252,7 @@ TILES_OF_64_STEPS = {
 def test_time_major_tiles_of_33_to_64_steps(compiled_block_shapes, estimator):
     """``[T, N]`` sequences of 33-64 steps (16- and 32-bit floats), below the walks, take four-warp
     tiles holding the whole sequence, as the H200 measured them fastest with inputs from DRAM
-    (``docs/bench/short_tn/dram_layouts.log``): GAE, Retrace, lambda and discounted returns 8
+    (experiment log, ``short_tn/dram_layouts.log``): GAE, Retrace, lambda and discounted returns 8
     environments wide below 8192 environments and 16 from, in Triton's layout; V-trace in its
     widths, in Triton's layout but 32 wide; the light kernels in float32 in thread runs, in bf16 8
     wide in Triton's layout below 8192; ``linear_scan`` in thread runs, bf16 32 wide from 2048."""
@@ -556,7 +556,7 @@ def test_walks_filling_little_of_their_waves_narrow(compiled_block_shapes, estim
     H200, would take a second wave and leave at least half of it empty (8449-12672 environments),
     float32 GAE, lambda and discounted returns, eligibility traces and episodic sums walk 64 x 32 on
     four warps, bf16 GAE and Retrace on two (1.08-1.34x at 8704-12288 environments; 0.91-1.03x at
-    13312, whose second wave is 58% full; docs/perf.md, "Walks that fill their waves"). Their tiles
+    13312, whose second wave is 58% full; experiment log, "Walks that fill their waves"). Their tiles
     elsewhere, the other kernels' and unaligned rows are unchanged."""
     from kernels import LaunchConfig
 
@@ -580,7 +580,7 @@ def test_walks_filling_little_of_their_waves_narrow(compiled_block_shapes, estim
 def test_light_kernels_walk_two_warps_from_16384_to_30720_environments(compiled_block_shapes, estimator):
     """Eligibility traces' and episodic sums' float32 ``[T, N]`` walks strictly between 16384 and 30720
     environments take 32 x 32 tiles on two warps, three chunks deep (1.07-1.17x at 17408-28672
-    environments on the H200; docs/perf.md, "The light kernels' walks from 16384 to 30720
+    environments on the H200; experiment log, "The light kernels' walks from 16384 to 30720
     environments"); at 16384 and from 30720, bf16, the other kernels and rows not 16 elements apart keep
     their tiles."""
     from kernels import LaunchConfig
@@ -600,7 +600,7 @@ def test_light_kernels_walk_two_warps_from_16384_to_30720_environments(compiled_
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_bf16_walks_four_environments_per_thread(compiled_block_shapes, estimator):
     """16-bit ``[T, N]`` tiles four environments per thread (``LaunchConfig.env_runs_of_four``) where
-    they measured faster on the H200 (docs/perf.md, "The bf16 walks four environments per thread"):
+    they measured faster on the H200 (experiment log, "The bf16 walks four environments per thread"):
     lambda and discounted returns' walks from 8192 environments up to ``FOUR_ENV_WALKS_UP_TO``
     elements, 64 x 32 on four and two warps (1.01-1.33x; 64 x 64 on four warps beyond, where they
     were 0.91-1.01x); V-trace's one-wave walks, 64 x 32 on four warps (1.12x); ``linear_scan``'s look-back
@@ -745,7 +745,7 @@ def test_successor_rows_trait_matches_the_kernel(estimator):
 def test_successors_come_from_thread_runs_where_they_measured_faster(compiled_block_shapes, estimator, T, N,
                                                                      itemsize, from_runs):
     """``_launch.successors_from_runs`` on the thread-run tiles the rule gives GAE and V-trace (H200,
-    docs/perf.md, "Successor values from thread runs, V-trace's wide walks")."""
+    experiment log, "Successor values from thread runs, V-trace's wide walks")."""
     launch = compiled_block_shapes
     config = launch.estimator_config(estimator, T, N, False, itemsize)
     assert config.thread_runs and launch.time_threads(config, itemsize) > 1
@@ -765,7 +765,7 @@ def test_successors_come_from_thread_runs_where_they_measured_faster(compiled_bl
 def test_rows_not_16_apart_take_successors_from_runs_where_they_measured_faster(compiled_block_shapes, estimator,
                                                                                 T, N, itemsize, from_runs):
     """``_launch.successors_from_runs`` on the thread-run tiles the rule gives GAE and V-trace in rows
-    not 16 elements apart (H200, docs/perf.md, "Successor values in rows not 16 elements apart")."""
+    not 16 elements apart (H200, experiment log, "Successor values in rows not 16 elements apart")."""
     launch = compiled_block_shapes
     config = launch.estimator_config(estimator, T, N, False, itemsize, aligned_rows=False)
     assert config.thread_runs and launch.time_threads(config, itemsize) > 1
@@ -858,7 +858,7 @@ def test_the_launch_tells_the_chooser_whether_rows_are_16_aligned(monkeypatch, t
 
 def test_deep_walks_are_the_measured_kernels():
     """``DEEP_WALKS`` is declared by the kernels whose float32 walks measured faster four chunks
-    deep (H200, docs/perf.md "Deep walks"), and only by them."""
+    deep (H200, experiment log, "Deep walks"), and only by them."""
     from kernels import _launch
 
     deep = {e for e in ESTIMATORS if _launch.kernel_traits(e)["deep_walks"]}
