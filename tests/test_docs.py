@@ -1,9 +1,12 @@
 """The user documentation: its tables equal the results files they are generated from, every results
-file says where and when it was measured, and the docs stay within their size limits."""
+file says where and when it was measured, its links resolve, the docs stay within their size limits,
+and the project's text speaks of the software only."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -76,3 +79,26 @@ def test_docs_stay_within_their_limits():
     assert len(files) < 60 and sum(p.stat().st_size for p in files) < 2 * 2**20
     assert len((ROOT / "README.md").read_text().splitlines()) <= 130
     assert len((ROOT / "docs" / "perf.md").read_text().splitlines()) <= 300
+
+
+def test_relative_links_in_the_docs_resolve():
+    for doc in [ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#:]+)\)", doc.read_text()):
+            assert (doc.parent / target).exists(), (doc.name, target)
+
+
+# Words about how the software was made, not what it does; spelt in pieces so this file has none.
+MAKING = re.compile(r"\bsess" + r"ions?\b|the le" + r"ad\b|\ble" + r"nt\b|this tu" + r"rn\b", re.IGNORECASE)
+
+
+def test_the_project_text_speaks_of_the_software_only():
+    """Code, comments, docs, configs and tests say what the software does, never how it was made."""
+    try:
+        listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    names = [n for n in listed.splitlines() if n.endswith((".py", ".md", ".yaml", ".toml", ".sh"))
+             or n in ("Makefile", ".ci/run")]
+    hits = [f"{name}:{i}: {line.strip()}" for name in names if (ROOT / name).is_file()
+            for i, line in enumerate((ROOT / name).read_text(errors="replace").splitlines(), 1) if MAKING.search(line)]
+    assert not hits, "\n".join(hits[:20])
