@@ -9,7 +9,7 @@ Reads top to bottom like ``scripts/ppo.py``: args, env + actors, agent, learner
 loop (get a trajectory batch, credit assignment, update, publish parameters).
 The actor side lives in ``rltrain/actor_learner.py`` (threads, bounded queue,
 parameter broadcast, shutdown) and ``envs/async_collector.py`` (per-env chains
-from EnvPool's out-of-order ``recv``).  See ``docs/impala.md``.
+from EnvPool's out-of-order ``recv``).  See ``docs/training.md``.
 
 Next-step autoreset: after an episode ends at step t the chain's next
 observation is the final one, so ``V(s_{t+1}) = values[t+1]`` is the

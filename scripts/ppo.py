@@ -8,7 +8,7 @@
 Reads top to bottom: args, env, agent, rollout loop, GAE, update.  Shared
 parts live in the packages: networks in ``agents/``, EnvPool construction,
 episode statistics and normalisation in ``envs/``, timers, logging,
-checkpointing and seeding in ``rltrain/``.  See ``docs/ppo.md``.
+checkpointing and seeding in ``rltrain/``.  See ``docs/training.md``.
 
 Next-step autoreset (EnvPool / Gymnasium 1.x): after an episode ends at step
 t, the obs returned is the final obs, so ``V(obs_{t+1})`` is the truncation
