@@ -1,12 +1,14 @@
-"""Hyperparameter search for large-batch PPO on Atari with Optuna: the best return in a fixed wall clock.
+"""Hyperparameter search for large-batch PPO (or IMPALA) on Atari with Optuna: the best return in a
+fixed wall clock.
 
     python scripts/search_hparams.py --env-id Pong-v5 --num-envs 1024 --budget-s 300 --trials 40
     python scripts/search_hparams.py --env-id Pong-v5 --num-envs 1024 --trials 0 --write-best   # read back
+    python scripts/search_hparams.py --trainer impala --env-id Breakout-v5 --num-envs 1024 --budget-s 600
     python scripts/search_hparams.py --quick           # CPU check: 3 tiny CartPole trials, < 1 min
 
-Each trial runs ``scripts/ppo.py`` in a subprocess with the preset (``--config``, default
-configs/atari.yaml), the user's ``--num-envs`` and the trial's values of the flags in
-:data:`ATARI_SPACE`, and watches its ``metrics.jsonl``:
+Each trial runs ``scripts/<trainer>.py`` in a subprocess with the preset (``--config``, default
+configs/atari.yaml or configs/impala_atari.yaml), the user's ``--num-envs`` and the trial's values
+of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.jsonl``:
 
 * **objective** -- the average return of the last 100 episodes (``charts/avg_episodic_return``,
   the game score on Atari) at ``--budget-s`` seconds of training (``charts/wall_s``: from the first
@@ -20,15 +22,16 @@ configs/atari.yaml), the user's ``--num-envs`` and the trial's values of the fla
 * **storage** -- an Optuna journal file (``--study-dir``/``<study>.journal``): a search stopped at any
   point resumes with the same command, and its trials can be read back (``--trials 0``).
 * ``--write-best`` writes the best trials, the space and the machine to
-  ``docs/results/hparam_search_<env>.json``, with the ``scripts/ppo.py`` command of the best trial.
+  ``docs/results/hparam_search_<trainer>_<env>.json``, with the command of the best trial.
 
-The space (``ATARI_SPACE``) covers what sets the speed of learning at 1024-4096 envs: learning
+PPO's space (``PPO_ATARI_SPACE``) covers what sets the speed of learning at 1024-4096 envs: learning
 rate and its annealing horizon (``--total-timesteps``; annealing itself on or off), rollout length,
 minibatch size (in steps, so it keeps its meaning when ``--num-envs`` changes) and epochs, which
 together give the gradient steps per env step, the clip and entropy coefficients, GAE lambda and
 the gradient clipping norm.  ``--num-envs`` is the user's; gamma, the value loss and the network stay
 the preset's.  Combinations the trainer rejects (a minibatch larger than the batch) are pruned
-before they start.
+before they start.  IMPALA's (``IMPALA_ATARI_SPACE``) has the same kinds of flags plus V-trace's
+lambda; its minibatches are counted (``--num-minibatches``), as they are whole env columns.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import tyro
 
@@ -53,8 +56,8 @@ from rltrain.config import ConfigError  # noqa: E402
 from rltrain.time_to_score import RETURN, WALL, host_info  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
-# name -> ("float" | "int", low, high, log) or ("categorical", choices); the flags of scripts/ppo.py
-ATARI_SPACE: Dict[str, tuple] = {
+# name -> ("float" | "int", low, high, log) or ("categorical", choices); flags of the trainer
+PPO_ATARI_SPACE: Dict[str, tuple] = {
     "learning_rate": ("float", 1e-4, 3e-3, True),
     "anneal_lr": ("categorical", [True, False]),
     "total_timesteps": ("int", 3_000_000, 50_000_000, True),  # the annealing horizon
@@ -66,7 +69,20 @@ ATARI_SPACE: Dict[str, tuple] = {
     "gae_lambda": ("float", 0.9, 0.99, False),
     "max_grad_norm": ("float", 0.25, 4.0, True),
 }
-# --quick: the same kinds of flags, sized for CartPole on a CPU
+IMPALA_ATARI_SPACE: Dict[str, tuple] = {
+    "learning_rate": ("float", 1e-4, 3e-3, True),
+    "anneal_lr": ("categorical", [True, False]),
+    "total_timesteps": ("int", 5_000_000, 100_000_000, True),  # the annealing horizon
+    "num_steps": ("categorical", [10, 20, 40]),
+    "num_minibatches": ("categorical", [1, 2, 4, 8, 16]),
+    "update_epochs": ("int", 1, 2, False),
+    "ent_coef": ("float", 1e-4, 3e-2, True),
+    "vtrace_lambda": ("float", 0.9, 1.0, False),
+    "max_grad_norm": ("float", 0.5, 40.0, True),
+}
+SPACES = {"ppo": PPO_ATARI_SPACE, "impala": IMPALA_ATARI_SPACE}
+PRESETS = {"ppo": "configs/atari.yaml", "impala": "configs/impala_atari.yaml"}
+# --quick: PPO's kinds of flags, sized for CartPole on a CPU
 QUICK_SPACE: Dict[str, tuple] = {
     "learning_rate": ("float", 1e-3, 5e-3, True),
     "num_steps": ("categorical", [16, 32]),
@@ -78,20 +94,22 @@ QUICK_SPACE: Dict[str, tuple] = {
 
 @dataclass
 class Args:
-    """Optuna search over scripts/ppo.py flags, scored by the return at a wall-clock budget."""
+    """Optuna search over a trainer's flags, scored by the return at a wall-clock budget."""
 
+    trainer: Literal["ppo", "impala"] = "ppo"
+    """scripts/ppo.py or scripts/impala.py"""
     env_id: str = "Pong-v5"
     """game to search on (one preset serves every Atari game: search on one, check on others)"""
     num_envs: int = 1024
     """--num-envs of every trial (fixed: the search is for this many envs)"""
-    config: str = "configs/atari.yaml"
-    """preset the trials start from; the space's flags override it"""
+    config: str = ""
+    """preset the trials start from; the space's flags override it (empty: the trainer's Atari preset)"""
     budget_s: float = 300.0
     """training seconds per trial (charts/wall_s); the objective is the return at this time"""
     trials: Optional[int] = None
     """trials to run now (default 40, --quick 3; 0: only read the stored study back)"""
     study_name: str = ""
-    """Optuna study name (empty: ppo_<env>_<num_envs>envs_<budget>s)"""
+    """Optuna study name (empty: <trainer>_<env>_<num_envs>envs_<budget>s)"""
     study_dir: str = "runs/search"
     """folder of the journal file and of the trials' run folders"""
     seed: int = 0
@@ -103,11 +121,11 @@ class Args:
     startup_trials: int = 5
     """complete trials before pruning starts"""
     extra: List[str] = field(default_factory=list)
-    """more scripts/ppo.py flags for every trial, e.g. --extra=--ca-backend --extra=triton"""
+    """more trainer flags for every trial, e.g. --extra=--ca-backend --extra=triton"""
     write_best: bool = False
-    """write the best trials to docs/results/hparam_search_<env>.json (or --best-out)"""
+    """write the best trials to docs/results/hparam_search_<trainer>_<env>.json (or --best-out)"""
     best_out: str = ""
-    """where --write-best writes (empty: docs/results/hparam_search_<env>.json)"""
+    """where --write-best writes (empty: docs/results/hparam_search_<trainer>_<env>.json)"""
     top: int = 5
     """trials listed in the written JSON"""
     quick: bool = False
@@ -116,8 +134,8 @@ class Args:
 
 def quick_args(args: Args) -> Args:
     """``--quick``: CartPole, 8 envs, 3 trials of 4 training seconds, the CartPole space."""
-    return Args(env_id="CartPole-v1", num_envs=8, config="configs/classic_control.yaml", budget_s=4.0, trials=3 if args.trials is None else args.trials,
-                study_name=args.study_name or "quick", study_dir=args.study_dir, seed=args.seed,
+    return Args(trainer="ppo", env_id="CartPole-v1", num_envs=8, config="configs/classic_control.yaml", budget_s=4.0,
+                trials=3 if args.trials is None else args.trials, study_name=args.study_name or "quick", study_dir=args.study_dir, seed=args.seed,
                 train_seed=args.train_seed, report_every_s=1.0, startup_trials=1,
                 extra=["--total-timesteps", "200000", *args.extra], write_best=args.write_best,
                 best_out=args.best_out, top=args.top, quick=True)
@@ -137,8 +155,8 @@ def suggest(trial, space: Dict[str, tuple]) -> Dict[str, Any]:
 
 
 def trial_flags(args: Args, values: Dict[str, Any], config: Optional[str] = None) -> List[str]:
-    """The scripts/ppo.py flags of one trial (the preset, ``config`` if given, then the trial's values)."""
-    flags = ["--config", config or args.config, "--env-id", args.env_id, "--num-envs", str(args.num_envs),
+    """The trainer flags of one trial (the preset, ``config`` if given, then the trial's values)."""
+    flags = ["--config", config or args.config or PRESETS[args.trainer], "--env-id", args.env_id, "--num-envs", str(args.num_envs),
              "--seed", str(args.train_seed)]
     if "minibatch_size" in values:
         flags += ["--num-minibatches", "0"]  # derived from --minibatch-size
@@ -171,15 +189,16 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
-    """Run scripts/ppo.py until ``budget_s`` training seconds; report returns; the return at the budget."""
+    """Run the trainer until ``budget_s`` training seconds; report returns; the return at the budget."""
     import optuna
 
     trial_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(ROOT / "scripts" / "ppo.py"), *flags, "--runs-dir", str(trial_dir / "runs"),
+    script = f"scripts/{args.trainer}.py"
+    cmd = [sys.executable, str(ROOT / script), *flags, "--runs-dir", str(trial_dir / "runs"),
            "--exp-name", f"trial{trial.number}", "--no-progress"]
-    trial.set_user_attr("command", " ".join(["python scripts/ppo.py", *flags]))
+    trial.set_user_attr("command", " ".join([f"python {script}", *flags]))
     with open(trial_dir / "log.txt", "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, process_group=0)
     offset, value, at_s, next_report = 0, None, 0.0, args.report_every_s
     metrics: Optional[Path] = None
     try:
@@ -239,7 +258,7 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
                       key=lambda t: t.value, reverse=True)
     counts = {s.name.lower(): sum(t.state == s for t in study.trials) for s in optuna.trial.TrialState}
     return {
-        "study": study.study_name, "env_id": args.env_id, "num_envs": args.num_envs, "config": args.config,
+        "study": study.study_name, "trainer": args.trainer, "env_id": args.env_id, "num_envs": args.num_envs, "config": args.config,
         "objective": f"{RETURN} at {args.budget_s:g} s of training ({WALL}), maximised",
         "budget_s": args.budget_s, "train_seed": args.train_seed, "sampler": "TPE", "sampler_seed": args.seed,
         "pruner": f"median (after {args.startup_trials} trials, warm-up {args.budget_s / 4:g} s)",
@@ -253,9 +272,11 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
 def main(args: Args) -> Dict[str, Any]:
     if args.quick:
         args = quick_args(args)
-    space = QUICK_SPACE if args.quick else ATARI_SPACE
+    space = QUICK_SPACE if args.quick else SPACES[args.trainer]
     if args.trials is None:
         args = dataclasses.replace(args, trials=40)
+    if not args.config:
+        args = dataclasses.replace(args, config=PRESETS[args.trainer])
     if args.trials < 0 or args.budget_s <= 0 or args.num_envs < 1 or args.report_every_s <= 0:
         raise ConfigError("--trials must be >= 0, --budget-s and --report-every-s > 0, --num-envs >= 1")
     try:
@@ -263,16 +284,16 @@ def main(args: Args) -> Dict[str, Any]:
     except ImportError:
         raise ConfigError("the search needs the package optuna (pip install optuna)") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study_name = args.study_name or f"ppo_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
+    study_name = args.study_name or f"{args.trainer}_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
     study = make_study(args, study_name)
-    ppo = _load_ppo()
+    trainer = _load_trainer(args.trainer)
     config = Path(args.config) if Path(args.config).is_absolute() else ROOT / args.config
 
     def objective(trial) -> float:
         values = suggest(trial, space)
         flags = trial_flags(args, values)
         try:
-            validate(ppo.cli(trial_flags(args, values, config=str(config))))
+            validate(trainer.cli(trial_flags(args, values, config=str(config))))
         except ConfigError as e:
             raise optuna.TrialPruned(f"rejected by the trainer: {e}") from None
         trial_dir = Path(args.study_dir).resolve() / study_name / f"trial_{trial.number:04d}"
@@ -289,18 +310,18 @@ def main(args: Args) -> Dict[str, Any]:
         b = doc["best"][0]
         print(f"best: trial {b['number']}, return {b['value']:.2f} at {args.budget_s:g} s\n  {b['command']}")
     if args.write_best:
-        out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.env_id}.json")
+        out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_{args.env_id}.json")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {out}")
     return doc
 
 
-def _load_ppo():
-    """scripts/ppo.py as a module, for its flag parser (a trial's flags are checked before it starts)."""
+def _load_trainer(name: str):
+    """scripts/<name>.py as a module, for its flag parser (a trial's flags are checked before it starts)."""
     from importlib import util
 
-    spec = util.spec_from_file_location("ppo_script", ROOT / "scripts" / "ppo.py")
+    spec = util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
     if spec.name not in sys.modules:
         module = util.module_from_spec(spec)
         sys.modules[spec.name] = module

@@ -41,11 +41,15 @@ def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
     assert f"best: trial {top['number']}, return {top['value']:.2f}" in again.stdout
 
 
-def test_trial_flags_are_flags_of_the_trainer():
-    args = search.Args(num_envs=2048)
-    values = {"learning_rate": 1e-3, "anneal_lr": False, "minibatch_size": 4096, "num_steps": 32}
-    flags = search.trial_flags(args, values)
-    parsed = load_script("ppo").cli(search.trial_flags(args, values, config=str(ROOT / "configs" / "atari.yaml")))
-    assert (parsed.num_envs, parsed.learning_rate, parsed.anneal_lr, parsed.minibatch_size, parsed.num_minibatches,
-            parsed.num_steps) == (2048, 1e-3, False, 4096, 0, 32)
-    assert flags[:2] == ["--config", "configs/atari.yaml"] and "--no-anneal-lr" in flags
+@pytest.mark.parametrize("trainer", ["ppo", "impala"])
+def test_every_value_of_the_space_is_a_flag_of_the_trainer(trainer):
+    """The lowest and the highest value of each searched flag parse and land in the trainer's Args."""
+    args = search.Args(trainer=trainer, num_envs=2048)
+    space = search.SPACES[trainer]
+    for pick in (0, -1):
+        values = {k: (v[1][pick] if v[0] == "categorical" else v[1 if pick == 0 else 2]) for k, v in space.items()}
+        flags = search.trial_flags(args, values, config=str(ROOT / search.PRESETS[trainer]))
+        parsed = load_script(trainer).cli(flags)
+        assert parsed.num_envs == 2048 and parsed.env_id == "Pong-v5"
+        assert {k: getattr(parsed, k) for k in values} == values
+    assert search.trial_flags(args, values)[:2] == ["--config", search.PRESETS[trainer]]
