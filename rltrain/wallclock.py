@@ -4,7 +4,8 @@ A run's time-to-score is read against this clock: it starts at the first iterati
 segment, a resumed segment starts from the seconds its checkpoint stored (so a run split over
 several processes adds its training segments up), and evaluation (``--eval-every``) is left out.
 Start-up (imports, env construction) and the work lost after the last checkpoint of a killed
-segment are not training seconds of the run.
+segment are not training seconds of the run.  (IMPALA's actors keep stepping while the learner
+evaluates, so a time-to-score run leaves ``--eval-every`` off.)
 """
 
 from __future__ import annotations

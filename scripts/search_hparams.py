@@ -18,7 +18,8 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
 * **pruning** -- the return is reported every ``--report-every-s`` training seconds; Optuna's
   median pruner stops a trial whose return is below the median of earlier trials at the same time
   (after ``--startup-trials`` complete trials and the first quarter of the budget).
-* **sampler** -- TPE, seeded by ``--seed``; all trials train with the same ``--train-seed``.
+* **sampler** -- TPE, seeded by ``--seed`` plus the number of trials already stored (a resumed search
+  draws new values); all trials train with the same ``--train-seed``.
 * **storage** -- an Optuna journal file (``--study-dir``/``<study>.journal``): a search stopped at any
   point resumes with the same command, and its trials can be read back (``--trials 0``).
 * ``--write-best`` writes the best trials, the space and the machine to
@@ -198,7 +199,8 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
            "--exp-name", f"trial{trial.number}", "--no-progress"]
     trial.set_user_attr("command", " ".join([f"python {script}", *flags]))
     with open(trial_dir / "log.txt", "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, process_group=0)
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=os.setsid)  # its own process group: stopped with its threads
     offset, value, at_s, next_report = 0, None, 0.0, args.report_every_s
     metrics: Optional[Path] = None
     try:
@@ -243,11 +245,13 @@ def make_study(args: Args, study_name: str):
 
     Path(args.study_dir).mkdir(parents=True, exist_ok=True)
     storage = JournalStorage(JournalFileBackend(str(Path(args.study_dir) / f"{study_name}.journal")))
-    return optuna.create_study(
+    study = optuna.create_study(
         study_name=study_name, storage=storage, direction="maximize", load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(seed=args.seed),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=args.startup_trials,
                                            n_warmup_steps=int(args.budget_s / 4)))
+    # a resumed search draws new values: the sampler's seed moves on with the trials already stored
+    study.sampler = optuna.samplers.TPESampler(seed=args.seed + len(study.trials))
+    return study
 
 
 def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
@@ -330,6 +334,8 @@ def _load_trainer(name: str):
 
 
 if __name__ == "__main__":
+    # a SIGTERM (e.g. from `timeout`) unwinds like an exception, so the running trial is stopped with it
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         main(tyro.cli(Args, description=__doc__))
     except ConfigError as e:

@@ -145,3 +145,21 @@ def test_eval_every_logs_the_score(script, tmp_path):
     evaluated = [r for r in rows if "eval/score" in r]
     assert [r["charts/iteration"] for r in evaluated] == [2, 4]
     assert all(r["eval/score"] >= 1 and r["eval/score_std"] >= 0 for r in evaluated)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the policy on the GPU, uint8 Atari frames")
+def test_atari_on_cuda_eval_every_and_evaluate_with_video(tmp_path):
+    pytest.importorskip("imageio_ffmpeg")
+    out = ppo.main(ppo.cli(["--runs-dir", str(tmp_path), "--config", str(ROOT / "configs" / "atari.yaml"),
+                            "--env-id", "Pong-v5", "--num-envs", "64", "--num-steps", "8", "--minibatch-size", "256",
+                            "--total-timesteps", "1024", "--no-progress", "--save-model", "--eval-every", "2",
+                            "--eval-episodes", "2"]))
+    rows = [json.loads(line) for line in open(Path(out["run_dir"]) / "metrics.jsonl")]
+    assert [r["eval/score"] for r in rows if "eval/score" in r] and all(-21 <= r["eval/score"] <= 21 for r in rows
+                                                                        if "eval/score" in r)
+    report = evaluate_script.main(evaluate_script.Args(
+        checkpoint=str(Path(out["run_dir"]) / "checkpoints" / "final.pt"), episodes=2, num_envs=2,
+        video=str(tmp_path / "pong.mp4")))
+    assert report["device"] == "cuda" and all(-21 <= s <= 21 for s in report["scores"])
+    assert (tmp_path / "pong.mp4").stat().st_size > 0

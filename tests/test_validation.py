@@ -81,6 +81,11 @@ def test_every_rule_is_exercised_here():
     assert set(FIELD_RULES) == set(BAD)
 
 
+def test_no_rule_outlives_its_flag():
+    flags = {f.name for mod in (*TRAINERS.values(), evaluate_script) for f in dataclasses.fields(mod.Args)}
+    assert set(FIELD_RULES) <= flags, sorted(set(FIELD_RULES) - flags)
+
+
 @pytest.mark.parametrize("script,field", CASES)
 def test_rule_message_names_the_flag(script, field, tmp_path):
     mod = {**TRAINERS, "evaluate": evaluate_script}[script]
