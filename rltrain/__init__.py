@@ -2,11 +2,16 @@
 
 One job per module:
 
-* :mod:`rltrain.config`     -- ``--config`` YAML presets + tyro CLI, input validation.
+* :mod:`rltrain.config`     -- ``--config`` YAML presets + tyro CLI, ``ConfigError``.
 * :mod:`rltrain.runtime`    -- device / thread selection, run-folder naming.
 * :mod:`rltrain.seeding`    -- seeding and RNG state capture/restore.
 * :mod:`rltrain.timers`     -- per-phase timers (CUDA events / host clocks), Amdahl.
 * :mod:`rltrain.logger`     -- console progress bar, JSONL, TensorBoard, wandb.
 * :mod:`rltrain.checkpoint` -- atomic checkpoint save / load.
 * :mod:`rltrain.rollout`    -- preallocated time-major rollout storage, pinned H2D staging.
+* :mod:`rltrain.validation` -- every trainer flag's rule, declared once; ``validate(args)``.
+* :mod:`rltrain.minibatches` -- ``--num-minibatches`` / ``--minibatch-size``, one derived from the other.
+* :mod:`rltrain.wallclock`  -- training seconds across ``--resume`` (``charts/wall_s``).
+* :mod:`rltrain.evaluation` -- full episodes with a policy: game scores, video, ``--eval-every``.
+* :mod:`rltrain.time_to_score` -- when a run's average return first reaches a threshold; curves.
 """

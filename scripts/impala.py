@@ -42,11 +42,15 @@ from envs import make_envs  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
 from rltrain.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs, parse_args  # noqa: E402
+from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.logger import Logger  # noqa: E402
+from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.runtime import make_run_dir, select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
+from rltrain.validation import validate  # noqa: E402
+from rltrain.wallclock import TrainingClock  # noqa: E402
 
 
 @dataclass
@@ -98,7 +102,9 @@ class Args(ExperimentArgs):
     update_epochs: int = 1
     """passes over each trajectory batch (V-trace is recomputed with the current critic each pass)"""
     num_minibatches: int = 1
-    """minibatches of env columns per pass (must divide the learner batch width)"""
+    """minibatches of env columns per pass (must divide the learner batch width; 0: derived from --minibatch-size)"""
+    minibatch_size: int = 0
+    """steps per minibatch, whole env columns: a multiple of --num-steps (0: derived from --num-minibatches)"""
     norm_adv: bool = True
     """normalise policy-gradient advantages per minibatch"""
     ent_coef: float = 0.0
@@ -116,27 +122,13 @@ class Args(ExperimentArgs):
     stop_at_return: Optional[float] = None
     """stop early once the average return of the last 100 episodes reaches this (None: use the whole budget)"""
 
+    def learner_batch(self) -> LearnerBatch:
+        """One actor's trajectories, num_steps x num_envs / num_actors; minibatches of whole env columns."""
+        return LearnerBatch(rows=self.num_steps, columns=self.num_envs // self.num_actors, whole_columns=True)
+
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN/inf; training stops, the last checkpoint is kept."""
-
-
-def check_args(args: Args) -> None:
-    """Reject bad input with a user-facing ConfigError."""
-    if args.num_envs < 1 or args.num_actors < 1 or args.num_envs % args.num_actors:
-        raise ConfigError(f"--num-envs ({args.num_envs}) must be a positive multiple of --num-actors ({args.num_actors})")
-    width = args.num_envs // args.num_actors
-    if not 0 <= args.env_batch_size <= width:
-        raise ConfigError(f"--env-batch-size must be in [0, num_envs / num_actors = {width}], got {args.env_batch_size}")
-    if args.num_steps < 1 or args.update_epochs < 1 or args.num_minibatches < 1:
-        raise ConfigError("--num-steps, --update-epochs and --num-minibatches must be >= 1")
-    if width % args.num_minibatches:
-        raise ConfigError(f"--num-minibatches {args.num_minibatches} does not divide the learner batch width "
-                          f"num_envs / num_actors = {width}")
-    if args.queue_size < 1 or args.param_refresh_every < 1:
-        raise ConfigError("--queue-size and --param-refresh-every must be >= 1")
-    if args.total_timesteps < args.num_steps * width:
-        raise ConfigError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({args.num_steps * width})")
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
@@ -144,12 +136,14 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> tor
 
 
 def main(args: Args) -> dict:
-    check_args(args)
+    validate(args)  # every flag; the rules are in rltrain/validation.py
     width = args.num_envs // args.num_actors  # env columns per learner batch (one actor's envs)
     T = args.num_steps
     batch_size = T * width
     num_updates = args.total_timesteps // batch_size
-    minibatch_width = width // args.num_minibatches
+    num_minibatches, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches,
+                                                          args.minibatch_size)
+    minibatch_width = minibatch_size // T
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
     seed_everything(args.seed, args.torch_deterministic)
@@ -196,6 +190,9 @@ def main(args: Args) -> dict:
         run_dir.mkdir(parents=True, exist_ok=True)
     else:
         run_dir = make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
+    clock = TrainingClock(ckpt.get("wall_s", 0.0) if ckpt else 0.0)  # training seconds, across --resume
+    evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
+                                    args.eval_greedy, args.num_threads) if args.eval_every else None
     logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=num_updates,
                     start_iteration=start_update, track=args.track, wandb_project=args.wandb_project_name,
                     wandb_entity=args.wandb_entity, console=args.progress)
@@ -208,7 +205,7 @@ def main(args: Args) -> dict:
             "model": agent.state_dict(), "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(), "rng": get_rng_state(),
             "iteration": update, "global_step": global_step, "args": dataclasses.asdict(args),
-            "recent_returns": list(recent_returns), "run_dir": str(run_dir),
+            "recent_returns": list(recent_returns), "run_dir": str(run_dir), "wall_s": clock.seconds(),
         }, path)
 
     # ---------------------------------------------------------------- actors: own policy copy, bounded queue
@@ -225,6 +222,7 @@ def main(args: Args) -> dict:
     pool = ActorPool(actors, traj_queue, stop, interrupt)
     timer, table = PhaseTimer(device), PhaseTable()
     start_time, start_step = time.perf_counter(), global_step
+    clock.start()
     update, in_update, interrupted = start_update, False, False
 
     def loss_and_stats(mb, ret_stats: bool):
@@ -302,10 +300,10 @@ def main(args: Args) -> dict:
             in_update = True
             mb_stats = []
             for epoch in range(args.update_epochs):
-                perm = (torch.randperm(width, device=device) if args.num_minibatches > 1
+                perm = (torch.randperm(width, device=device) if num_minibatches > 1
                         else torch.arange(width, device=device))
-                for cols in perm.view(args.num_minibatches, minibatch_width):
-                    mb = traj.columns(cols) if args.num_minibatches > 1 else traj
+                for cols in perm.view(num_minibatches, minibatch_width):
+                    mb = traj.columns(cols) if num_minibatches > 1 else traj
                     loss, stats = loss_and_stats(mb, ret_stats=epoch == 0)
                     if stats is not None:
                         mb_stats.append(stats)
@@ -341,6 +339,7 @@ def main(args: Args) -> dict:
             metrics = {
                 "charts/learning_rate": optimizer.param_groups[0]["lr"],
                 "charts/SPS": (global_step - start_step) / elapsed,
+                "charts/wall_s": clock.seconds(),
                 "charts/actor_SPS": traj.actor_steps / max(a_wall - a_wait, 1e-9),
                 "charts/learner_SPS": batch_size / max(learn_s, 1e-9),
                 "losses/loss": loss_mean, "losses/policy_loss": pg, "losses/value_loss": vl,
@@ -363,6 +362,9 @@ def main(args: Args) -> dict:
                 metrics["charts/episodic_length"] = float(np.mean(traj.episode_lengths))
             if recent_returns:
                 metrics["charts/avg_episodic_return"] = float(np.mean(recent_returns))
+            if evaluation is not None and update % args.eval_every == 0:
+                with clock.paused():
+                    metrics.update(evaluation(agent))
             logger.log({"charts/iteration": update, **metrics}, global_step)
             logger.progress(sps=metrics["charts/SPS"], ret=metrics.get("charts/avg_episodic_return"))
             table.add({**secs, "learner/queue_wait": learner_wait}, wall)
@@ -384,6 +386,7 @@ def main(args: Args) -> dict:
         interrupt.restore()
         for envs in env_list:
             envs.close() if hasattr(envs, "close") else None
+        evaluation.close() if evaluation is not None else None
         if sys.exc_info()[0] is not None:
             logger.close()
 

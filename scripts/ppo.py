@@ -38,11 +38,15 @@ from agents import make_agent  # noqa: E402
 from envs import EpisodeStats, ObsNormalizer, RewardNormalizer, make_envs  # noqa: E402
 from rltrain.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs, parse_args  # noqa: E402
+from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.logger import Logger  # noqa: E402
+from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.rollout import HostToDevice, RolloutBuffer, minibatch_indices  # noqa: E402
 from rltrain.runtime import make_run_dir, select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
+from rltrain.validation import validate  # noqa: E402
+from rltrain.wallclock import TrainingClock  # noqa: E402
 
 
 @dataclass
@@ -80,7 +84,9 @@ class Args(ExperimentArgs):
     gae_lambda: float = 0.95
     """GAE lambda"""
     num_minibatches: int = 4
-    """minibatches per epoch (must divide num_envs * num_steps)"""
+    """minibatches per epoch (must divide num_envs * num_steps; 0: derived from --minibatch-size)"""
+    minibatch_size: int = 0
+    """steps per minibatch (0: derived from --num-minibatches; both given must agree)"""
     update_epochs: int = 4
     """epochs over the rollout per update"""
     norm_adv: bool = True
@@ -103,23 +109,13 @@ class Args(ExperimentArgs):
     amdahl_k: float = 10.0
     """kernel speedup k for the logged Amdahl prediction 1/((1-s)+s/k)"""
 
+    def learner_batch(self) -> LearnerBatch:
+        """One rollout, num_steps x num_envs steps; minibatches of shuffled single steps."""
+        return LearnerBatch(rows=self.num_steps, columns=self.num_envs)
+
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN/inf; training stops, the last checkpoint is kept."""
-
-
-def check_args(args: Args) -> None:
-    """Reject bad input with a user-facing ConfigError."""
-    if args.num_envs < 1:
-        raise ConfigError(f"--num-envs must be >= 1, got {args.num_envs}")
-    if args.num_steps < 1 or args.num_minibatches < 1 or args.update_epochs < 1:
-        raise ConfigError("--num-steps, --num-minibatches and --update-epochs must be >= 1")
-    batch = args.num_envs * args.num_steps
-    if batch % args.num_minibatches:
-        raise ConfigError(f"--num-minibatches {args.num_minibatches} does not divide the batch size "
-                          f"num_envs * num_steps = {batch}; the minibatch size must divide the batch")
-    if args.total_timesteps < batch:
-        raise ConfigError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({batch})")
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
@@ -127,9 +123,9 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> tor
 
 
 def main(args: Args) -> dict:
-    check_args(args)
+    validate(args)  # every flag; the rules are in rltrain/validation.py
     batch_size = args.num_envs * args.num_steps
-    minibatch_size = batch_size // args.num_minibatches
+    _, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches, args.minibatch_size)
     num_iterations = args.total_timesteps // batch_size
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
@@ -174,6 +170,9 @@ def main(args: Args) -> dict:
         run_dir.mkdir(parents=True, exist_ok=True)
     else:
         run_dir = make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
+    clock = TrainingClock(ckpt.get("wall_s", 0.0) if ckpt else 0.0)  # training seconds, across --resume
+    evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
+                                    args.eval_greedy, args.num_threads) if args.eval_every else None
     logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=num_iterations,
                     start_iteration=start_iteration, track=args.track, wandb_project=args.wandb_project_name,
                     wandb_entity=args.wandb_entity, console=args.progress)
@@ -188,7 +187,7 @@ def main(args: Args) -> dict:
             "iteration": iteration, "global_step": global_step, "args": dataclasses.asdict(args),
             "obs_norm": obs_norm.state_dict() if obs_norm else None,
             "rew_norm": rew_norm.state_dict() if rew_norm else None,
-            "recent_returns": list(recent_returns), "run_dir": str(run_dir),
+            "recent_returns": list(recent_returns), "run_dir": str(run_dir), "wall_s": clock.seconds(),
         }, path)
 
     # ---------------------------------------------------------------- storage
@@ -207,6 +206,7 @@ def main(args: Args) -> dict:
         next_obs = to_policy_obs(envs.reset()[0])  # a resumed run restarts its episodes
     next_done = torch.zeros(N, dtype=torch.bool, device=device)  # ended at the previous step
     start_time, start_step = time.perf_counter(), global_step
+    clock.start()
 
     for iteration in range(start_iteration + 1, num_iterations + 1):
         t_iter = time.perf_counter()
@@ -314,6 +314,7 @@ def main(args: Args) -> dict:
         metrics = {
             "charts/learning_rate": optimizer.param_groups[0]["lr"],
             "charts/SPS": (global_step - start_step) / (time.perf_counter() - start_time),
+            "charts/wall_s": clock.seconds(),
             "losses/loss": loss_mean, "losses/policy_loss": pg, "losses/value_loss": vl,
             "losses/entropy": ent, "losses/old_approx_kl": old_kl, "losses/approx_kl": kl,
             "losses/clipfrac": cf, "losses/explained_variance": explained_var,
@@ -329,6 +330,9 @@ def main(args: Args) -> dict:
             metrics["charts/episodic_length"] = float(np.mean(ep_lengths))
         if recent_returns:
             metrics["charts/avg_episodic_return"] = float(np.mean(recent_returns))
+        if evaluation is not None and iteration % args.eval_every == 0:
+            with clock.paused():
+                metrics.update(evaluation(agent, obs_norm))
         logger.log({"charts/iteration": iteration, **metrics}, global_step)
         logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
         table.add(secs, wall)
@@ -344,6 +348,7 @@ def main(args: Args) -> dict:
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()
     envs.close() if hasattr(envs, "close") else None
+    evaluation.close() if evaluation is not None else None
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
             "iterations": table.iterations}
 

@@ -136,7 +136,7 @@ def test_resume_after_kill(tmp_path):
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("flags,message", [
     (["--env-id", "Breakout-v4x"], "unknown env id 'Breakout-v4x'.*Did you mean"),
-    (["--num-envs", "0"], "--num-envs must be >= 1"),
+    (["--num-envs", "0"], "--num-envs must be an integer >= 1, got 0"),
     (["--num-envs", "3", "--num-steps", "5", "--num-minibatches", "4"], "does not divide the batch"),
 ])
 def test_bad_input_inproc(tmp_path, flags, message):
