@@ -1,4 +1,4 @@
-# Two entry points: `make run` (the main job) and `make test` (the test suite).
+# Entry points: `make run` (the main job), `make test` (the fast test suite), `make test-full` (the rest).
 # Each creates or reuses a virtual environment in $(VENV).
 PYTHON ?= python3
 VENV ?= .venv
@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # Installed first so that the distribution's `torch>=2.4` is already satisfied.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: run demo test venv clean
+.PHONY: run demo test test-full venv clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,16 @@ run: venv
 demo: venv
 	$(PY) scripts/demo.py
 
-# The Triton kernels run on the CPU through Triton's interpreter.
+# The tests run the Triton kernels on the CPU through Triton's interpreter.
+# `test`: the fast suite (minutes on 2 cores): every estimator in both layouts with terminations and
+# truncations, every dtype, every bad input, a sample of each kernel test matrix, the trainers' short
+# runs and resume. `test-full`: the rest, so that the two together run every test once: the
+# exhaustive matrices (marker `exhaustive`, sm_90 builds included) and the learning runs (`slow`).
 test: venv
-	TRITON_INTERPRET=1 $(PY) -m pytest -q -ra
+	TRITON_INTERPRET=1 $(PY) -m pytest -q -ra -m "not exhaustive and not slow"
+
+test-full: venv
+	TRITON_INTERPRET=1 $(PY) -m pytest -q -ra -m "exhaustive or slow"
 
 clean:
 	rm -rf $(VENV)

@@ -1,4 +1,4 @@
-"""Environment construction and host/tensor-side helpers around EnvPool.
+"""Environment construction and host/tensor-side utilities around EnvPool.
 
 * :mod:`envs.make`          -- ``make_envs``: EnvPool (Gymnasium API) with the
   standard per-family preprocessing; unknown ids fail with close matches.

@@ -30,6 +30,7 @@ class EpisodeStats:
         self.returns = np.zeros(num_envs, dtype=np.float64)
         self.lengths = np.zeros(num_envs, dtype=np.int64)
         self.prev_done = np.zeros(num_envs, dtype=bool)
+        self.ended_envs = np.zeros(0, dtype=np.int64)  # envs whose episode ended at the last step
 
     def step(
         self,
@@ -39,7 +40,8 @@ class EpisodeStats:
         info: Mapping[str, Any],
         env_ids: Optional[np.ndarray] = None,
     ) -> Tuple[np.ndarray, np.ndarray]:
-        """Account one step; return ``(returns, lengths)`` of episodes that ended.
+        """Account one step; return ``(returns, lengths)`` of episodes that ended
+        (:attr:`ended_envs` then says which envs, in the same order).
 
         ``env_ids``: the envs these arrays belong to (EnvPool async ``recv``
         returns a subset, in any order); ``None`` means all envs in order."""
@@ -56,6 +58,7 @@ class EpisodeStats:
             ended = done
         ended = np.logical_and(ended, valid)
         out = self.returns[ended].copy(), self.lengths[ended].copy()
+        self.ended_envs = np.flatnonzero(ended)
         self.returns[ended] = 0.0
         self.lengths[ended] = 0
         self.prev_done = np.asarray(done, dtype=bool).copy()
@@ -73,6 +76,7 @@ class EpisodeStats:
             ended = done
         ended_ids = ids[np.logical_and(ended, valid)]
         out = self.returns[ended_ids].copy(), self.lengths[ended_ids].copy()
+        self.ended_envs = ended_ids
         self.returns[ended_ids] = 0.0
         self.lengths[ended_ids] = 0
         self.prev_done[ids] = np.asarray(done, dtype=bool)

@@ -13,7 +13,7 @@ so a chunk's reverse scan never leaves its warp: each thread's run, then warp sh
 memory, no barrier), and the carry into the next chunk is the chunk's last row, one shuffle away.
 
 Lanes along time would read global memory in half sectors, a few bytes in flight per thread
-(docs/perf.md, "Explicit-layout walks": 0.65x). Here the inputs come through a ring of
+(experiment log, "Explicit-layout walks": 0.65x). Here the inputs come through a ring of
 ``NUM_STAGES`` chunks in shared memory: each chunk's rows are copied by ``cp.async`` in a coalesced
 layout (lanes along environments, whole 16-byte vectors), row ``i`` of the chunk's buffer holding
 step ``top - i``, while the program scans the chunk ``NUM_STAGES - 1`` before it; the walk then
@@ -27,7 +27,7 @@ data 16 bytes aligned (row strides a multiple of 16 elements), 16-bit floats and
 
 How deep the ring should be, and how long a chunk, is measured, not derived: on the H200 with Triton
 3.6 GAE's twin ran fast at one depth and as slow as the Triton walk at the next, its fast builds taking
-167 registers and its slow ones 139 (docs/perf.md, "Walks fed through shared memory"), and discounted
+167 registers and its slow ones 139 (experiment log, "Walks fed through shared memory"), and discounted
 returns' twin, which copies the same bytes as lambda returns', ran at most 1.05x its Triton walk's speed
 at 8192 environments in 64-step chunks and 1.49x in 128-step ones ("Async walks for
 lambda returns, discounted returns and Retrace"); a change to a twin's code must measure its tiles
@@ -76,7 +76,7 @@ def time_threads(block_n: int, num_warps: int, itemsize: int, vector_bytes: int 
     return 32 // env_threads if not remainder and env_threads and 32 % env_threads == 0 else 0
 
 
-FLOAT_ITEMSIZE = 2  # the one float width the walks were measured at (float32 gained nothing: docs/perf.md)
+FLOAT_ITEMSIZE = 2  # the one float width the walks were measured at (float32 gained nothing: experiment log)
 FLAG_ITEMSIZE = 1
 
 

@@ -5,6 +5,9 @@ steps (``cdiv(N, block_n)`` programs); with look-back every ``[block_t, block_n]
 (``cdiv(T, block_t) * cdiv(N, block_n)`` of them). ``LaunchConfig`` can be passed explicitly
 (benchmarks, and the ``sequential`` baseline, which is the same kernel with ``block_t=1``);
 otherwise :func:`choose_config` picks one from the shape.
+
+Figures in this package's comments are H200 measurements; *experiment log, "section"* names the
+section of the kernels' experiment log that holds each (``docs/perf.md``, "Experiment log").
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class LaunchConfig:
     ``env_runs_of_four``: a ``[T, N]`` tile of 16-bit floats gives each thread runs of 4 consecutive
     environments (8-byte vectors) instead of 8 (16-byte), as a float32 tile does, so half as many
     lanes lie along environments and twice as many steps along each thread's run. The 8-byte copies
-    cannot bypass the L1 and take twice the addresses, so it pays only in some walks (docs/perf.md,
+    cannot bypass the L1 and take twice the addresses, so it pays only in some walks (experiment log,
     "The bf16 walks four environments per thread"). Ignored for ``[N, T]`` storage and 32-bit floats.
     With ``async_walk`` it sets the walk's layout alone (its copies stay 16-byte): each thread four
     environments, twice the lanes along time (V-trace's, "V-trace's async walks").
@@ -113,16 +116,16 @@ class LaunchConfig:
 
 # Time-contiguous tile lengths (steps) that lie in one warp (Triton lays 16-byte vectors of consecutive
 # steps, 32 threads along time), by the byte size of the float inputs: the lengths at which moving
-# values between steps by warp shuffles measured faster than without (H200, docs/perf.md).
+# values between steps by warp shuffles measured faster than without (H200, experiment log).
 SHUFFLE_BLOCK_TS = {4: (128,), 2: (128, 256)}
 
 # Elements (N times T rounded up to a power of two, and to at least 128) from which [T, N] sequences of
-# 33-256 steps are walked in 16-step chunks instead of held in one tile per program (H200, docs/perf.md).
+# 33-256 steps are walked in 16-step chunks instead of held in one tile per program (H200, experiment log).
 SHORT_WALKS_FROM = 2**21
 # V-trace's float32 [T, N] walks below 8192 environments are 32 wide on four warps from here, 16 wide
 # below. 64 x 16 tiles fell from 77% of the copy at 6144 environments (384 programs) to 53-55% at
 # 6352-6656 (397-416: more than three per multiprocessor of the H200); 32 x 32 ran 1.27-1.38x faster
-# from 6352 to 8176 and 0.88x at 6144 (docs/perf.md, "Successor values from thread runs, V-trace's
+# from 6352 to 8176 and 0.88x at 6144 (experiment log, "Successor values from thread runs, V-trace's
 # wide walks").
 WIDE_WALKS_FROM = 6352
 # Environment counts whose float32 [T, N] sequences of more than 256 steps (GAE, Retrace, lambda and
@@ -130,13 +133,13 @@ WIDE_WALKS_FROM = 6352
 # deep, instead of in two-warp look-back tiles: 120-132 programs, one per multiprocessor of the H200.
 # 1.09-1.17x from 3840 to 4224 environments (Retrace, lambda and discounted returns 1.12-1.16x at
 # 4096); 0.79-0.86x at 4240, whose 133rd program waits for a second wave; 0.99-1.00x at 3072-3584
-# (docs/perf.md, "Successor values from thread runs, V-trace's wide walks").
+# (experiment log, "Successor values from thread runs, V-trace's wide walks").
 ONE_WAVE_WALKS = (3840, 4224)
 # Environment counts from which GAE's, Retrace's, lambda and discounted returns' float32 [T, N]
 # sequences of more than 256 steps take the walks they take from 8192 (the others: from 8192), in
 # 16-aligned rows: at 7680-8000 environments 1.10-1.25x over their two-warp look-back tiles (GAE
 # 1.10-1.15x, Retrace 1.12-1.15x, lambda returns 1.24-1.25x, discounted returns 1.19-1.20x); GAE
-# 1.04-1.09x at 8176, 1.03-1.05x at 7168 and 0.94x at 6144 (docs/perf.md, "Successor values from
+# 1.04-1.09x at 8176, 1.03-1.05x at 7168 and 0.94x at 6144 (experiment log, "Successor values from
 # thread runs, V-trace's wide walks").
 FLOAT32_WALKS_FROM = 7680
 # Multiprocessors of the H200. Block shapes of one or two programs per multiprocessor are chosen
@@ -146,19 +149,19 @@ MULTIPROCESSORS = 132
 # from 8192 environments 64 x 64 on eight warps (one program per multiprocessor: 255 registers) ran
 # 1.05-1.12x faster than 32 x 32 on two at 8192, 8448, 16384 and 32768 environments (0.97-1.00 of
 # their waves; 8192 x 4096: 207.5 -> 188.2 us, 84% -> 92% of the copy), 0.71x at 10240 (0.61) and
-# 0.79x at 12288 (0.73) (docs/perf.md, "Instructions per element, V-trace's walks by waves").
+# 0.79x at 12288 (0.73) (experiment log, "Instructions per element, V-trace's walks by waves").
 FULL_WAVES = 0.95
 
 # Environment counts strictly between which eligibility traces' and episodic sums' float32 [T, N] walks
 # take 32 x 32 tiles on two warps, three chunks deep, instead of 32 x 64 on four warps four deep: on the
 # H200 1.07-1.17x at 17408-28672 environments, 0.89-0.94x at 16384 (whose 64-wide programs fill their
-# waves), 0.99-1.03x at 30720, 0.90-1.06x from 32768 in 64 x 32 tiles (docs/perf.md, "The light kernels'
+# waves), 0.99-1.03x at 30720, 0.90-1.06x from 32768 in 64 x 32 tiles (experiment log, "The light kernels'
 # walks from 16384 to 30720 environments").
 LIGHT_TWO_WARP_WALKS = (16384, 30720)
 
 # Elements (N times T) up to which the 16-bit [T, N] walks of kernels with ``four_env_walks`` take 64 x 32
 # tiles four environments per thread: 1.01-1.29x over 64 x 64 on four warps eight per thread on the H200
-# from 8192 to 32768 environments, 0.91-1.01x beyond (docs/perf.md, "The bf16 walks four environments
+# from 8192 to 32768 environments, 0.91-1.01x beyond (experiment log, "The bf16 walks four environments
 # per thread").
 FOUR_ENV_WALKS_UP_TO = 2**25
 
@@ -175,19 +178,19 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
                   persistent_look_back_tile: Optional[tuple] = None, four_env_walks: int = 0,
                   async_walks: tuple = ()) -> LaunchConfig:
     """Default block shape for a ``[T, N]`` problem, from block-shape sweeps on an H200
-    (``scripts/tune_kernels.py``; figures in ``docs/perf.md``).
+    (``scripts/tune_kernels.py``; method and current results in ``docs/perf.md``).
 
     ``time_contiguous`` is true for ``[N, T]`` storage (time is the stride-1 axis); ``wide_scan``
     for kernels that scan four values per step instead of two (V-trace), which favour smaller tiles
     (except ``[N, T]`` rows of 128 steps, where the kernel takes the extra values by shuffles);
     ``itemsize`` the byte size of the float inputs; ``pipelined_walks`` false for kernels whose long
     ``[N, T]`` walks over many environments ran faster unpipelined (lambda returns, discounted
-    returns, ``linear_scan``: from 4096 environments, f32 and bf16; docs/perf.md, "Profiles and
+    returns, ``linear_scan``: from 4096 environments, f32 and bf16; experiment log, "Profiles and
     unpipelined walks"); ``light_steps`` for kernels that read one float and one flag and write one
     float per step (eligibility traces, episodic sums), whose fixed per-tile costs weigh more per
-    byte, so they keep longer tiles to more environments (docs/perf.md, "Acquire loads, and tiles
+    byte, so they keep longer tiles to more environments (experiment log, "Acquire loads, and tiles
     for the light kernels"); ``latest_first`` for kernels with reverse walks, whose ``[T, N]`` tiles
-    then hold their steps latest first (``LaunchConfig.latest_first``; docs/perf.md, "Tiles latest
+    then hold their steps latest first (``LaunchConfig.latest_first``; experiment log, "Tiles latest
     first"); ``successor_rows`` for kernels that also load each step's successor (a second tile one
     step later: GAE, V-trace, Retrace), whose longer walk tiles spill registers (unless
     ``deep_walks``); ``long_run_tiles`` for kernels whose float32 look-back tiles in thread runs
@@ -196,25 +199,25 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     float32 ``[T, N]`` walks measured faster pipelined four chunks deep in 64-environment tiles
     (GAE, eligibility traces, episodic sums); ``one_env_walks`` for kernels whose float32 ``[N, T]``
     walks below 4096 environments measured faster one environment per one-warp program, four chunks
-    deep (``linear_scan``; docs/perf.md, "Odd lengths"); ``paired_rows`` for kernels whose float32
+    deep (``linear_scan``; experiment log, "Odd lengths"); ``paired_rows`` for kernels whose float32
     ``[N, T]`` rows of 65-256 steps measured faster two environments per one-warp program from
     :func:`paired_rows_from` elements (GAE, V-trace, Retrace, lambda and discounted returns;
-    docs/perf.md, "Thread quarters"); ``narrow_short_tiles`` for kernels whose float32 ``[T, N]``
+    experiment log, "Thread quarters"); ``narrow_short_tiles`` for kernels whose float32 ``[T, N]``
     tiles of 33-256 steps measured faster 8 environments wide than 16 up to 8191 environments,
-    inputs from DRAM (Retrace, discounted returns; docs/perf.md, "Short time-major sequences"), and
+    inputs from DRAM (Retrace, discounted returns; experiment log, "Short time-major sequences"), and
     whose float32 look-back tiles of longer sequences below 4096 environments measured faster 16
     environments wide than 32 (:func:`_longer_tiles_below_4096_envs`);
     ``sixteen_warp_rows`` for kernels whose float32 ``[N, T]`` rows of 2049-4096 steps, from 128 to
     511 environments, measured faster one per program on 16 warps than on 8 (GAE, V-trace;
-    docs/perf.md, "Sixteen-warp rows"); ``short_look_back_tiles`` for kernels whose float32
+    experiment log, "Sixteen-warp rows"); ``short_look_back_tiles`` for kernels whose float32
     ``[T, N]`` sequences of 129-256 steps from 4096 to 8192 environments measured faster in 64 x 32
-    four-warp look-back tiles than held whole (Retrace; docs/perf.md, "Look-back tiles for short
+    four-warp look-back tiles than held whole (Retrace; experiment log, "Look-back tiles for short
     sequences, and bf16 tiles"); ``one_column_triton_tiles`` for kernels whose float32 ``[T, N]``
     sequences of at least 65536 steps over 16 environments (one column of look-back tiles) measured
     slower in every thread-run tile tried (Retrace: :func:`_few_env_run_tile`); ``aligned_rows`` false when the rows of a ``[T, N]`` tile
     start a number of elements apart that is not a multiple of 16 (e.g. N = 8200): Triton then
     cannot vectorize the loads, and the pipelined walks below ran 3.7-7.2x slower than look-back
-    tiles in float32 (H200, docs/perf.md, "Deep walks"), so such problems take look-back tiles;
+    tiles in float32 (H200, experiment log, "Deep walks"), so such problems take look-back tiles;
     ``explicit_short_tiles`` for kernels with an explicit-layout twin (all of them), whose short ``[T, N]``
     sequences then take :func:`_explicit_short_tile` where it gives one, on eight warps where
     ``eight_warp_short_tiles`` says, and in rows not 16 elements apart on the warps
@@ -227,7 +230,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
     sequences in 16-aligned rows where :func:`_persistent_look_back_tile` takes it; ``four_env_walks``,
     warps: for kernels whose 16-bit ``[T, N]`` walks up to ``FOUR_ENV_WALKS_UP_TO`` elements measured
     faster in 64 x 32 tiles on that many warps four environments per thread (lambda returns four,
-    discounted returns two; docs/perf.md, "The bf16 walks four environments per thread");
+    discounted returns two; experiment log, "The bf16 walks four environments per thread");
     ``async_walks``, ``((block_t, block_n, stages, from, to environments[, warps, four_envs]), ...)``
     (:class:`AsyncWalkRange`): for kernels with an
     async-walk twin (``kernels._async_walk``; the caller says whether it can run: ``estimator_config``), the ranges
@@ -257,29 +260,29 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       instead of thread runs; tiles of 33-64 steps as :func:`_tiles_of_64_steps` says (most in
       Triton's layout). From ``SHORT_WALKS_FROM`` elements (T rounded up to at least 128; rows
       16-aligned), 33-256 steps are walked in 16 x 32 one-warp tiles, three chunks deep
-      (docs/perf.md, "Short time-major sequences"); float32 with ``short_look_back_tiles``: 129-256
+      (experiment log, "Short time-major sequences"); float32 with ``short_look_back_tiles``: 129-256
       steps from 4096 environments to ``SHORT_WALKS_FROM`` elements in 64 x 32 look-back tiles on
       four warps, in thread runs. 64-bit floats: the whole sequence
-      per program in tiles of ~1024 elements (first session).
+      per program in tiles of ~1024 elements.
     * ``[T, N]``, longer, from 8192 environments (16-bit and 32-bit floats, ``aligned_rows``; float32
       without ``wide_scan`` or ``long_run_tiles`` from ``FLOAT32_WALKS_FROM``):
       programs walk time without look-back, pipelined three chunks deep, in tiles whose threads
       hold runs of consecutive steps (``thread_runs``): 64 x 64 on four warps, 32 x 32 on two with
-      ``wide_scan`` and for float32 with ``successor_rows`` (docs/perf.md, "Thread runs"); float32
+      ``wide_scan`` and for float32 with ``successor_rows`` (experiment log, "Thread runs"); float32
       with ``wide_scan``: 64 x 64 on eight warps where those programs, one per multiprocessor,
       ``fills_waves``; 16-bit floats with ``wide_scan``: 64 x 32 on four warps while those programs,
       two per multiprocessor, take one wave (8192-8448 environments on the H200), four environments
       per thread (``env_runs_of_four``); 16-bit floats with ``four_env_walks`` up to
       ``FOUR_ENV_WALKS_UP_TO`` elements: 64 x 32 on that many warps, four environments per thread; float32
       with ``deep_walks``: four chunks deep, 64 x 64 on four warps (32 x 64 from 16384 environments;
-      docs/perf.md, "Deep walks"); 16-bit floats with ``long_run_tiles`` but not ``light_steps``: four
-      chunks deep, 128 x 64 on four warps (docs/perf.md, "Look-back tiles for short sequences, and
-      bf16 tiles"); 16-bit floats with ``light_steps``: 128 x 32 on two warps (docs/perf.md, "The
+      experiment log, "Deep walks"); 16-bit floats with ``long_run_tiles`` but not ``light_steps``: four
+      chunks deep, 128 x 64 on four warps (experiment log, "Look-back tiles for short sequences, and
+      bf16 tiles"); 16-bit floats with ``light_steps``: 128 x 32 on two warps (experiment log, "The
       light kernels' bf16 walks"). 16-bit floats with ``async_walks``, in their ranges of environments:
       the async-walk twin in the range's tile (:func:`_async_walk_tile`).
     * ``[T, N]``, longer, float32 with ``wide_scan`` from 2048 to 8191 environments, ``aligned_rows``
       (where its persistent look-back tiles do not take them): walks three chunks deep in thread
-      runs, 64 x 16 on four warps (docs/perf.md, "Look-back tiles for short sequences, and bf16
+      runs, 64 x 16 on four warps (experiment log, "Look-back tiles for short sequences, and bf16
       tiles"), 32 x 32 from ``WIDE_WALKS_FROM`` environments.
     * ``[T, N]``, longer, float32 from 3840 to 4224 environments (``ONE_WAVE_WALKS``), ``aligned_rows``,
       not ``wide_scan``, ``long_run_tiles`` nor ``light_steps`` (GAE, Retrace, lambda and discounted
@@ -287,7 +290,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       thread runs, 64 x 32 on four warps, one program per multiprocessor.
     * ``[T, N]``, longer, from 4096 environments with ``long_run_tiles`` (16-bit and 32-bit floats,
       ``aligned_rows``): walks four chunks deep in thread runs, 128 x 32 on four warps (128 x 16
-      for float32 with ``light_steps``; docs/perf.md, "Deep walks").
+      for float32 with ``light_steps``; experiment log, "Deep walks").
     * ``[T, N]``, longer, float32 from 512 environments in rows not 16 elements apart: the kernel's
       ``unaligned_look_back_tile`` where it has one.
     * ``[T, N]``, longer, float32 of 2^22 elements in 16-aligned rows, in the range of environments
@@ -298,7 +301,7 @@ def choose_config(T: int, N: int, time_contiguous: bool, wide_scan: bool = False
       environments or up to 2^20 elements; the others up to 4095 environments).
     * ``[T, N]``, longer, from 512 environments (the rest): two-warp look-back tiles in thread runs
       for float32, 32 x 32 (64 x 32 with ``long_run_tiles``; not from 4096 environments with
-      ``light_steps``; docs/perf.md, "Thread runs"); 16-bit floats in 16-aligned rows where
+      ``light_steps``; experiment log, "Thread runs"); 16-bit floats in 16-aligned rows where
       :func:`_half_float_look_back_tiles` gives them (two- and four-warp tiles in thread runs, four
       environments per thread for ``linear_scan``'s);
       otherwise small one-warp look-back tiles,
@@ -329,18 +332,18 @@ def _explicit_short_tile(T: int, N: int, itemsize: int, aligned_rows: bool, wide
                          successor_rows: bool) -> Optional[LaunchConfig]:
     """A whole ``[T, N]`` sequence per four-warp tile in an explicit layout (``LaunchConfig.explicit_layout``)
     where that measured faster than the Triton kernels' tiles (H200, float32 and bf16, inputs from
-    DRAM; docs/perf.md, "Explicit layouts"): up to 32 steps two environments per thread (not 8
+    DRAM; experiment log, "Explicit layouts"): up to 32 steps two environments per thread (not 8
     steps below 128 environments); 33-256 steps in 16-aligned rows short of the walks
     (:func:`held_whole_before_the_walks`), four environments per thread from 2048 environments and two below (on
     four warps: two for 129-256 steps with ``narrow_short_tiles``; none for 129-256 steps with
     ``wide_scan``, whose tiles measured slower or spilled), and 16-bit floats of 65-256 steps eight from
-    8192 environments (16-byte vectors, as float32's four; not ``wide_scan``; docs/perf.md, "Eight
+    8192 environments (16-byte vectors, as float32's four; not ``wide_scan``; experiment log, "Eight
     environments per thread, the short tiles' edges"); in other rows two per thread at 33-64 steps, and with
     ``light_steps`` at 129-256 steps and at 65-128 from 2048 environments. ``None`` elsewhere.
 
     In 16-aligned rows, tiles that ``eight_warp_short_tiles`` lists take eight warps along time
     instead of four, half the steps per thread (V-trace, Retrace, discounted returns; GAE; lambda
-    returns' float32 below 4096 environments; docs/perf.md, "Eight-warp short tiles", and "Eight
+    returns' float32 below 4096 environments; experiment log, "Eight-warp short tiles", and "Eight
     environments per thread, the short tiles' edges" for GAE from 4096 and 16-bit lambda returns): its entries are
     ``(itemsize, length, fewer environments than)``, the length T rounded up to a power of two, the
     bound ``None`` for any. So do float32 sequences of 129-255 steps not a multiple of 16 with
@@ -376,10 +379,10 @@ def _unaligned_tile_warps(T: int, t_pow2: int, N: int, unaligned_whole_tiles: tu
     ``(most steps, from this many environments, warps)`` of ``unaligned_whole_tiles`` whose tile length
     (its most steps rounded up to a power of two) is ``t_pow2``, T's, and that takes T steps and N environments.
     Measured over the Triton tiles on an H200: 129-256 steps on eight warps, GAE 1.60-3.32x and Retrace
-    0.96-1.91x at any width, V-trace 1.33-2.10x from 5000 environments (docs/perf.md, "Eight environments
+    0.96-1.91x at any width, V-trace 1.33-2.10x from 5000 environments (experiment log, "Eight environments
     per thread, the short tiles' edges"); 65-128 steps, Retrace on eight warps 1.12-1.80x at any width;
     GAE's 65-90 steps on four warps from 4096 environments 1.11-1.80x (96-100 steps lost 0.97-0.98x from
-    16390 environments; docs/perf.md, "Successor values in rows not 16 elements apart, persistent
+    16390 environments; experiment log, "Successor values in rows not 16 elements apart, persistent
     look-back tiles")."""
     return next((warps for most, least, warps in unaligned_whole_tiles
                  if triton.next_power_of_2(most) == t_pow2 and T <= most and N >= least), None)
@@ -394,7 +397,7 @@ def held_whole_before_the_walks(N: int, t_pow2: int, itemsize: int, wide_scan: b
     ``wide_scan``: V-trace's 16-bit tiles lost to its walks there); float32 129-256 steps also at the
     bound (8192 environments), where the walks have only 256 one-warp programs (lambda and discounted
     returns, ``linear_scan`` 1.05-1.34x; not ``successor_rows``: GAE 0.94-1.07x, Retrace 1.00-1.04x,
-    V-trace 0.81x). docs/perf.md, "Eight environments per thread, the short tiles' edges"."""
+    V-trace 0.81x). experiment log, "Eight environments per thread, the short tiles' edges"."""
     walks_from = SHORT_WALKS_FROM * (2 if light_steps or (itemsize == 2 and not wide_scan) else 1)
     elements = N * max(t_pow2, 128)
     at_bound = t_pow2 == 256 and itemsize == 4 and not (successor_rows or light_steps) and elements == walks_from
@@ -469,7 +472,7 @@ def _block_shape(T: int, N: int, time_contiguous: bool, wide_scan: bool, itemsiz
         if t_pow2 == 64:
             block_n, in_runs = _tiles_of_64_steps(N, itemsize, block_n, wide_scan, light_steps, long_run_tiles)
         else:
-            in_runs = not (t_pow2 == 128 and block_n == 8)  # there Triton's layout measured faster (docs/perf.md)
+            in_runs = not (t_pow2 == 128 and block_n == 8)  # there Triton's layout measured faster (experiment log)
         return LaunchConfig(t_pow2, block_n, num_warps=warps, thread_runs=in_runs)
     if T <= 32:
         return LaunchConfig(t_pow2, 32, num_warps=1)
@@ -580,7 +583,7 @@ def _async_walk_tile(N: int, itemsize: int, async_walks: tuple) -> Optional[Laun
     its ``async_walks`` ranges (:class:`AsyncWalkRange`) holds ``N``. The ranges follow the programs per
     multiprocessor a depth leaves room for (GAE's buffers take 32 KB a stage in 64 x 64 tiles: four
     stages hold one program per multiprocessor, two stages three) and how many waves the programs fill,
-    but which tile and depth run fast is measured (docs/perf.md, "Walks fed through shared memory", "Async
+    but which tile and depth run fast is measured (experiment log, "Walks fed through shared memory", "Async
     walks for lambda returns, discounted returns and Retrace", "V-trace's async walks")."""
     if itemsize != 2:
         return None
@@ -605,7 +608,7 @@ def _below_16_env_run_tile(T: int, N: int, itemsize: int, wide_scan: bool,
     H200, inputs from DRAM, against the tiles before (256 or 512 steps of ``next_power_of_2(N)`` on
     four warps in Triton's layout, V-trace 256 on eight): 1.55x over the sweep's 80 cells
     (1.03-11.35x), 1.64x over 47 held-out cells (1.02-11.26x; GAE 12 x 120000 314.5 -> 28.0 us);
-    docs/perf.md, "A wider look-back window for one column, look-back tiles below 16 environments".
+    experiment log, "A wider look-back window for one column, look-back tiles below 16 environments".
     ``None`` elsewhere: fewer steps, 5-7 environments (0.62-0.80x with 1024 x 8 at 6 x 30000), the
     other kernels at 2-4 (0.91-1.49x with 1024 steps), V-trace at 9-15 (0.86-1.61x), 64-bit floats."""
     if itemsize not in (2, 4) or N >= 16 or T < 65536:
@@ -629,12 +632,12 @@ def _wide_scan_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool) -> Op
       tiles make one column (at most 16 environments), 128 where they make more;
     * in 16-aligned rows 128 x 32 on four warps: float32 from 257 steps and 512 to 2047 environments
       (walks from there), 16-bit floats from 513 steps and 512 to 8191 environments (from 2048:
-      1.15-1.43x over two-warp 16 x 32 tiles, docs/perf.md, "Look-back tiles from 512 to 8191
+      1.15-1.43x over two-warp 16 x 32 tiles, experiment log, "Look-back tiles from 512 to 8191
       environments").
 
     H200, inputs from DRAM, against the tiles before (two-warp 16 x 32 and 128 x 16 in Triton's
     layout, 256 x 16 on eight from 65536 steps, bf16 64 x 16 on two): 1.04-2.51x on 30 cells, bf16
-    0.93x at 300 x 1024 (docs/perf.md, "V-trace's look-back tiles in thread runs, captured calls"). ``None``
+    0.93x at 300 x 1024 (experiment log, "V-trace's look-back tiles in thread runs, captured calls"). ``None``
     elsewhere: 64-bit floats, fewer than 16 environments, and rows not 16 elements apart from 512
     environments, where 256 x 16 tiles ran 0.58-0.97x (float32's: :func:`_unaligned_look_back_tile`)."""
     if itemsize not in (2, 4) or N < 16:
@@ -662,9 +665,9 @@ def _few_env_run_tile(T: int, N: int, itemsize: int, aligned_rows: bool, success
 
     H200, inputs from DRAM, against 256 x 16 (512 x 16 from 65536 steps) four-warp tiles in Triton's
     layout: 1.28x over the sweep's 161 cells (0.96-9.24x), 1.24x over 110 held-out cells (0.97-2.00x;
-    16 x 2^20 GAE 192.0 -> 147.1 us); docs/perf.md, "The other kernels' look-back tiles in thread runs".
+    16 x 2^20 GAE 192.0 -> 147.1 us); experiment log, "The other kernels' look-back tiles in thread runs".
     The ``long_run_tiles`` kernels' 16-bit tiles hold four environments per thread (1.03-1.11x at 16
-    and 64 environments; docs/perf.md, "The bf16 walks four environments per thread").
+    and 64 environments; experiment log, "The bf16 walks four environments per thread").
     ``None`` for 64-bit floats and fewer than 16 environments."""
     if itemsize not in (2, 4) or not 16 <= N < 512:
         return None
@@ -696,7 +699,7 @@ def half_empty_second_wave(programs: int) -> bool:
     Where the ``[T, N]`` walks' 64-environment programs from 8192 environments do (8449-12672
     environments), float32 GAE, lambda and discounted returns and the light kernels walk 64 x 32 on
     four warps, bf16 GAE and Retrace on two: 1.08-1.34x at 8704-12288 environments on the H200; at
-    13312 (a second wave 58% full) 0.91-1.03x, at 20480 (a third 42% full) 0.93-1.04x (docs/perf.md,
+    13312 (a second wave 58% full) 0.91-1.03x, at 20480 (a third 42% full) 0.93-1.04x (experiment log,
     "Walks that fill their waves")."""
     return MULTIPROCESSORS < programs <= MULTIPROCESSORS * 3 // 2
 
@@ -708,7 +711,7 @@ def _unaligned_look_back_tile(elements: int, N: int, itemsize: int, aligned_rows
     2^20 ``elements`` (N times T rounded up to a power of two) in rows not 16 elements apart, from 512
     environments to ``below``; ``None`` elsewhere or without one. In such rows Triton loads no
     vectors, and the tiles that won in 16-aligned rows lost there. H200, inputs from DRAM, against the
-    tiles before (docs/perf.md, "Look-back tiles from 512 to 8191 environments"; sweep at 600 and
+    tiles before (experiment log, "Look-back tiles from 512 to 8191 environments"; sweep at 600 and
     1000 environments, held out at 520, 900, 1800 and 2600):
 
     * V-trace 128 x 16 below 1024 environments: 1.09-1.24x over its two-warp 16 x 32 tiles (0.91x
@@ -731,7 +734,7 @@ def _tiles_of_64_steps(N: int, itemsize: int, block_n: int, wide_scan: bool, lig
                        long_run_tiles: bool) -> tuple[int, bool]:
     """Width and layout (``thread_runs`` or Triton's) of the four-warp ``[T, N]`` tiles holding
     33-64 steps, given ``block_n``, the width of the tiles of 65-256 steps (H200, inputs from DRAM;
-    docs/perf.md, "Tiles of 33-64 steps")."""
+    experiment log, "Tiles of 33-64 steps")."""
     if wide_scan:  # V-trace
         return block_n, block_n == 32
     if not long_run_tiles:  # GAE, Retrace, lambda and discounted returns
@@ -751,7 +754,7 @@ def _persistent_look_back_tile(elements: int, N: int, itemsize: int, aligned_row
     least 2^22 ``elements`` (N times T rounded up to a power of two) in 16-aligned rows from ``from``
     to ``below`` environments; ``None`` elsewhere or without one. A program loads its next tile
     while it scans and looks back for the current one, so the tile's load from DRAM no longer waits
-    behind its look-back (H200, inputs from DRAM, against the tiles without it; docs/perf.md,
+    behind its look-back (H200, inputs from DRAM, against the tiles without it; experiment log,
     "Hiding the look-back tiles' load latency", "Persistent look-back tiles for V-trace, Retrace and
     discounted returns"):
 
@@ -777,7 +780,7 @@ def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_s
                                   aligned_rows: bool) -> Optional[LaunchConfig]:
     """Float32 ``[T, N]`` block shape for sequences of more than 256 steps from 512 to 4095
     environments where tiles longer than the two-warp 32-step look-back tiles measured faster (H200,
-    inputs from DRAM; docs/perf.md, "Longer tiles below 4096 environments"); ``None`` where those
+    inputs from DRAM; experiment log, "Longer tiles below 4096 environments"); ``None`` where those
     stay. Not called for V-trace, whose longer tiles lost where N or T is not a power of two.
     ``elements`` is N times T rounded up to a power of two.
 
@@ -786,7 +789,7 @@ def _longer_tiles_below_4096_envs(T: int, N: int, successor_rows: bool, narrow_s
     * The others: sequences of up to 1024 steps and 2^20 elements whole, one program per 8
       environments on 8 warps (with ``light_steps`` only in 16-aligned rows); else look-back tiles,
       32 wide on four warps with ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic
-      sums), 256 steps in 16-aligned rows (1.01-1.07x over 128, docs/perf.md, "Look-back tiles from
+      sums), 256 steps in 16-aligned rows (1.01-1.07x over 128, experiment log, "Look-back tiles from
       512 to 8191 environments") and 128 in others, 256 x 32 on eight for lambda returns in
       16-aligned rows.
 
@@ -809,12 +812,12 @@ def _half_float_look_back_tiles(N: int, wide_scan: bool, successor_rows: bool,
     """16-bit float ``[T, N]`` block shape for sequences of more than 256 steps from 512
     environments in 16-aligned rows, below the walks, where look-back tiles in thread runs of about
     float32's bytes measured faster than the one-warp 16- and 32-step tiles (H200, inputs from
-    DRAM; docs/perf.md, "Look-back tiles for short sequences, and bf16 tiles" and "Look-back tiles
+    DRAM; experiment log, "Look-back tiles for short sequences, and bf16 tiles" and "Look-back tiles
     from 512 to 8191 environments"); ``None`` where those stay.
 
     * ``long_run_tiles`` (``linear_scan``, eligibility traces, episodic sums): 256 x 32 on four
       warps below 4096 environments (walks from there; 0.99-1.25x over 64 x 64 on two), four
-      environments per thread without ``light_steps`` (``linear_scan``: 1.05-1.07x; docs/perf.md, "The
+      environments per thread without ``light_steps`` (``linear_scan``: 1.05-1.07x; experiment log, "The
       bf16 walks four environments per thread").
     * V-trace (``wide_scan``), up to 512 steps: 64 x 16 on two warps below 2048 environments (its
       longer sequences: :func:`_wide_scan_run_tile`).
@@ -835,7 +838,7 @@ def paired_rows_from(wide_scan: bool, successor_rows: bool) -> int:
     """Elements (N times T rounded up to a power of two) from which ``paired_rows`` kernels take
     short float32 ``[N, T]`` rows two environments per one-warp program: each thread then holds 8
     steps of two rows, more independent work per warp where there are enough rows to fill the chip
-    (H200, docs/perf.md, "Thread quarters"). Sooner the more work a step carries: V-trace (four
+    (H200, experiment log, "Thread quarters"). Sooner the more work a step carries: V-trace (four
     environments on four warps before: 4096 x 128 4.2 -> 3.9 us, 8192 x 128 7.3 -> 5.8), kernels
     that load each step's successor, then the others (32768 x 128: discounted returns 16.7 -> 15.4)."""
     return 2**19 if wide_scan else 2**21 if successor_rows else 2**22
@@ -1105,14 +1108,14 @@ def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool, al
     """``RUN_SUCCESSORS`` for the kernels that declare it (GAE, V-trace): whether a tile in thread
     runs takes each step's successor value from the thread's own run instead of a second tile
     (``_scan.successor_in_runs``; it has an effect only where ``TIME_THREADS > 1``). Measured on an
-    H200 (docs/perf.md, "Successor values from thread runs, V-trace's wide walks"): 1-8% faster in
+    H200 (experiment log, "Successor values from thread runs, V-trace's wide walks"): 1-8% faster in
     one-warp walks, four-warp look-back tiles and 16-bit walks; slower in look-back tiles under four
     warps (3-6%) and in GAE's float32 64 x 64 walks (8192 x 4096: 151 -> 231 us, three or four
     chunks deep), which ``choose_config`` walks four deep: those keep the second tile. So do the
     whole-sequence tiles at most 16 environments wide of kernels without ``wide_scan`` (GAE) in rows
     not 16 elements apart (``aligned_rows`` false, :func:`rows_are_aligned`), which ran 1.46-2.20x
     slower from the runs; GAE's 32-wide bf16 tiles there ran 1.12-1.15x faster from them, V-trace's
-    tiles 1.0-1.4x, GAE's look-back tiles 1.03x (docs/perf.md, "Successor values in rows not 16
+    tiles 1.0-1.4x, GAE's look-back tiles 1.03x (experiment log, "Successor values in rows not 16
     elements apart")."""
     if lookback:
         return config.num_warps >= 4
@@ -1126,7 +1129,7 @@ def successors_from_runs(config: LaunchConfig, itemsize: int, lookback: bool, al
 # load. Wider tiles walk back one tile at a time, which measured faster for them (their walks are
 # short, and a window costs a [window, block_n] load and scan per step). A window of 8 beat 16 and
 # 32 where the tiles share the GPU with other columns of environments; a single column, whose walks
-# cross every tile in flight, is faster with more (docs/perf.md, "A wider look-back window for one
+# cross every tile in flight, is faster with more (experiment log, "A wider look-back window for one
 # column, look-back tiles below 16 environments").
 WINDOWED_LOOKBACK_MAX_N = 16
 LOOKBACK_WINDOW = 8

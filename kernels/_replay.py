@@ -54,7 +54,7 @@ def record(launch: Launch) -> None:
 
 def _signature(args: tuple, kwargs: dict) -> tuple:
     """The metadata of a call's arguments (see the module docstring): the keyword names, then one
-    entry per argument value. Written out in one loop (no helper call per argument): this and the
+    entry per argument value. Written out in one loop (no function call per argument): this and the
     dictionary lookup are a replayed call's first microseconds of host time."""
     key = [tuple(kwargs)]
     for value in (*args, *kwargs.values()):

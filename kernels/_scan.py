@@ -219,7 +219,7 @@ def load_flags(ptr, t, n, stride_t, stride_n, mask, FULL_WIDTH: tl.constexpr = F
     The indices are given as runs of four (``in_runs_of_four``), so each thread loads 4 consecutive
     flags, as it does 4 consecutive float32 values: the flag tile then has the float tiles' layout,
     where wider byte loads need a layout change through shared memory (H200, GAE 8192 x 4096
-    ``[T, N]``: 262 -> 215 us; docs/perf.md, "Flag loads"). ``FULL_WIDTH``: the load as wide as the
+    ``[T, N]``: 262 -> 215 us; experiment log, "Flag loads"). ``FULL_WIDTH``: the load as wide as the
     compiler can make it instead (``load_flags_full_width``). ``ENVS_IN_RUNS``: ``n`` is in runs of
     four already (``tile_envs``) and is taken as it is: the compiler cannot see runs of four in
     runs of four, and would load every flag alone."""
@@ -364,7 +364,7 @@ def tile_schedule(T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: 
     id order, so those were all started before it: no deadlock. CUB's single-pass scan makes the
     same assumption (tile index = block index). A ticket counter handed out by an atomic would not
     need it, but cost every tile an L2 round trip before its first load: 5-12% of a look-back
-    kernel's time on an H200, in either layout (docs/perf.md, "Look-back tiles without a ticket").
+    kernel's time on an H200, in either layout (experiment log, "Look-back tiles without a ticket").
     """
     num_chunks = tl.cdiv(T, BLOCK_T)
     if LOOKBACK:
@@ -403,7 +403,7 @@ def _raise_flag(flag, state):
 
 # A one-by-one walk polls its predecessor's flag with an acquire load (``ld.acquire.gpu``) by
 # every thread rather than an atomic read-modify-write by one thread whose result is then broadcast
-# through shared memory: wide look-back tiles 1-4% faster on an H200 (docs/perf.md, "Acquire
+# through shared memory: wide look-back tiles 1-4% faster on an H200 (experiment log, "Acquire
 # loads"). Triton's interpreter and AMD GPUs have no PTX: they poll with the atomic.
 POLL_BY_ACQUIRE_LOAD = tl.constexpr(not INTERPRET and torch.version.hip is None)
 
@@ -695,7 +695,7 @@ def scan_thread_steps_first(alpha, beta, REVERSE: tl.constexpr):
     mirroring); the map of the threads before a thread in scan order, ``(E_a, E_b)`` (identity for
     the first), then precedes every step: ``(A_k + B_k E_a, B_k E_b)``. Triton's reverse scan
     mirrors every register of both values across the warp before and after scanning: V-trace's
-    128-step tile, sm_90 SASS, 31 shuffles with it, 15 with this (docs/perf.md, "Thread quarters").
+    128-step tile, sm_90 SASS, 31 shuffles with it, 15 with this (experiment log, "Thread quarters").
     """
     a0, a1, a2, a3 = thread_quarters(alpha)
     b0, b1, b2, b3 = thread_quarters(beta)
@@ -782,7 +782,7 @@ def _scan_maps(alpha, beta, BLOCK_T: tl.constexpr, BACKWARD: tl.constexpr, SHUFF
     quarters (``IN_QUARTERS``) by ``scan_thread_steps_first`` when scanned backward, and with
     ``THREAD_STEPS_FIRST`` forward too (faster for ``linear_scan``; Triton's forward scan mirrors
     nothing, and eligibility traces and episodic sums ran 9-16% slower with the two-level one: H200,
-    docs/perf.md, "Thread quarters"); 256-step tiles in pairs of steps (``IN_PAIRS``) by ``scan_step_pairs_backward``
+    experiment log, "Thread quarters"); 256-step tiles in pairs of steps (``IN_PAIRS``) by ``scan_step_pairs_backward``
     when scanned backward; tiles in thread runs by ``scan_thread_runs``."""
     if SHUFFLE_TIME == IN_QUARTERS and (BACKWARD or THREAD_STEPS_FIRST):
         return scan_thread_steps_first(alpha, beta, BACKWARD)
@@ -821,7 +821,7 @@ def scan_chunk(
     Unpipelined walks (``NUM_STAGES == 1``) in tiles of at most 256 steps whose carry-out is a
     reduction across the tile's threads (no ``SHUFFLE_TIME``) skip it in their last chunk
     (``LAST_CARRIES_NOTHING``), so a tile holding a whole short sequence reduces nothing (H200,
-    short ``[T, N]`` tiles: 1.02-1.11x, Retrace 8192 x 32 1.32x; docs/perf.md, "The last chunk's
+    short ``[T, N]`` tiles: 1.02-1.11x, Retrace 8192 x 32 1.32x; experiment log, "The last chunk's
     carry"). Pipelined walks and tiles of more steps keep the reduction (the branch measured up to 8%
     slower there), as does V-trace's ``scan_chunk_with_next`` (6-30% slower with it)."""
     backward: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first

@@ -2,7 +2,7 @@
 
 A training loop calls an estimator on the same rollout buffers every update. Captured once, each
 later call is one graph launch: no argument validation, output allocation or Triton launcher on the
-host (at 4096 x 128 on an H200 host: 17-43 us eager, 3-5 us replayed; docs/perf.md, "Captured
+host (at 4096 x 128 on an H200 host: 17-43 us eager, 3-5 us replayed; experiment log, "Captured
 calls")::
 
     call = kernels.capture(kernels.gae, rewards, values, terminated, bootstrap, truncated=truncated,

@@ -127,7 +127,7 @@ def _discounted_returns_kernel(
         if HAS_TRUNC:
             truncated = _scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask, ENVS_IN_RUNS=ENV_RUNS_OF_FOUR)
             # the whole tile, though only truncated steps use it: a load masked by the flags waits for
-            # them (H200, 8192 x 4096: 176 -> 148 us [N, T], 204 -> 186 us [T, N]; docs/perf.md)
+            # them (H200, 8192 x 4096: 176 -> 148 us [N, T], 204 -> 186 us [T, N]; experiment log)
             v_after = _scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
         alpha, beta = _discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC)
         g, carry = _scan.scan_chunk(

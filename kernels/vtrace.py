@@ -579,7 +579,7 @@ def _vtrace_async_walk_kernel(
         x_before = carry
         x, carry = _async_walk.scan_chunk(alpha, beta, carry)
         # Each branch stores both outputs: one store of pg_adv after the branch took the other form's build to
-        # 128 registers and 0.91x (docs/perf.md, "V-trace's policy-gradient advantages as vs - V").
+        # 128 registers and 0.91x (experiment log, "V-trace's policy-gradient advantages as vs - V").
         if PG_IS_X:
             _scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
             _scan.store_tile(pg_ptr, x, t, n, s_pg_t, s_pg_n, mask)
@@ -731,5 +731,5 @@ def stores_x_as_pg(exact: bool, itemsize: int, time_contiguous: bool) -> bool:
     :func:`pg_is_x` holds (``exact``): for 16-bit floats (1.02-1.43x the other form on 15 bf16 ``[T, N]``
     cells, 1.05-1.40x on 14 held out, H200) and ``[N, T]`` rows (1.00-1.46x on 11 float32 cells; 0.93-1.58x on
     19 more, three of them 1-7% slower), not float32 ``[T, N]`` sequences, whose tiles were tuned for the other
-    form and ran this one 0.69-1.06x (docs/perf.md, "V-trace's policy-gradient advantages as vs - V")."""
+    form and ran this one 0.69-1.06x (experiment log, "V-trace's policy-gradient advantages as vs - V")."""
     return exact and (itemsize == 2 or time_contiguous)

@@ -2,7 +2,7 @@
 
 One job per module:
 
-* :mod:`rltrain.config`     -- ``--config`` YAML presets + tyro CLI, input validation.
+* :mod:`rltrain.config`     -- ``--config`` YAML presets + tyro CLI, ``ConfigError``.
 * :mod:`rltrain.runtime`    -- device / thread selection, run-folder naming.
 * :mod:`rltrain.seeding`    -- seeding and RNG state capture/restore.
 * :mod:`rltrain.timers`     -- per-phase timers (CUDA events / host clocks), Amdahl.
@@ -14,4 +14,9 @@ One job per module:
 * :mod:`rltrain.collector`  -- PPO's on-policy rollouts: env groups in turn, captured inference.
 * :mod:`rltrain.losses`     -- masked mean over valid rows, the non-finite-loss stop.
 * :mod:`rltrain.trainer`    -- flags with ``--resume`` defaults, run folder + logger + resume, exit codes.
+* :mod:`rltrain.validation` -- every trainer flag's rule, declared once; ``validate(args)``.
+* :mod:`rltrain.minibatches` -- ``--num-minibatches`` / ``--minibatch-size``, one derived from the other.
+* :mod:`rltrain.wallclock`  -- training seconds across ``--resume`` (``charts/wall_s``).
+* :mod:`rltrain.evaluation` -- full episodes with a policy: game scores, video, ``--eval-every``.
+* :mod:`rltrain.time_to_score` -- when a run's average return first reaches a threshold; curves.
 """

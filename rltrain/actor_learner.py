@@ -34,7 +34,7 @@ on a GPU (a few dozen launches), while a batch of all the envs takes the
 actors ``T * num_envs / env_SPS`` to fill -- with 4096 CartPole envs, T = 32
 and 1.5M steps/s that is 87 ms for an update of a few ms, so the learner
 would wait > 90 % of its time whatever the actors do.  A learner batch of
-``B`` columns (:func:`learner_batch_width`) arrives every ``T * B / env_SPS``.
+``B`` columns (``--learner-batch-envs``) arrives every ``T * B / env_SPS``.
 """
 
 from __future__ import annotations
@@ -53,25 +53,12 @@ import torch.nn as nn
 
 from envs.async_collector import Trajectory, TrajectoryAssembler
 from envs.episode_stats import EpisodeStats
-from rltrain.config import ConfigError
 from rltrain.interrupt import GracefulInterrupt
 from rltrain.policy_step import PolicyStep
 from rltrain.rollout import HostToDevice
 from rltrain.timers import PhaseTimer
 
-__all__ = ["ActorError", "ParamServer", "Actor", "ActorPool", "learner_batch_width"]
-
-
-def learner_batch_width(requested: int, actor_envs: int, num_minibatches: int) -> int:
-    """Env columns per learner batch: ``requested`` (0: all ``actor_envs`` of an actor), between 1 and
-    ``actor_envs`` and a multiple of ``num_minibatches``."""
-    width = requested or actor_envs
-    if not 1 <= width <= actor_envs:
-        raise ConfigError(f"--learner-batch-envs must be in [1, num_envs / num_actors = {actor_envs}] "
-                          f"(0: {actor_envs}), got {requested}")
-    if width % num_minibatches:
-        raise ConfigError(f"--num-minibatches {num_minibatches} does not divide the learner batch width {width}")
-    return width
+__all__ = ["ActorError", "ParamServer", "Actor", "ActorPool"]
 
 
 class ActorError(RuntimeError):

@@ -65,6 +65,13 @@ class ExperimentArgs:
     """write {run}/checkpoints/latest.pt atomically every K iterations (learner updates) (0: never)"""
     resume: Optional[str] = None
     """checkpoint to resume from; its saved args are the defaults, flags override them"""
+    eval_every: int = 0
+    """evaluate the policy every K iterations (learner updates) on full episodes, logged as eval/score
+    and eval/score_std (0: never); its time is left out of charts/wall_s"""
+    eval_episodes: int = 10
+    """episodes per evaluation (one env each; Atari without episodic life or reward clipping: the game score)"""
+    eval_greedy: bool = False
+    """evaluate the most likely action instead of sampling (CleanRL's published scores sample)"""
 
 
 class ConfigError(ValueError):

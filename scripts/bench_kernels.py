@@ -11,21 +11,26 @@ CUDA-graph time of a small cell, which has no flush, reads its inputs from DRAM 
 each input read once + each output written once; achieved GB/s is compared with a
 device-to-device copy measured in the same run.
 
-GPU (the lead's machine)::
+GPU::
 
-    python scripts/bench_kernels.py --quick                 # 9 shapes, all estimators, ~6 min
+    python scripts/bench_kernels.py --quick                 # 9 shapes, all estimators, ~6 min on an H200
+    python scripts/bench_kernels.py --quick --out docs/results/kernels_quick_grid.json   # the published grid
     python scripts/bench_kernels.py --estimators gae,vtrace --time-budget 540
     python scripts/bench_kernels.py --shapes 4096x128,512x8192 --impls triton,sequential
 
 CPU (CI, tiny grid)::
 
-    python scripts/bench_kernels.py --cpu --out /tmp/bench
+    python scripts/bench_kernels.py --cpu --out /tmp/bench/kernels.json
 
-Recompute the ratios and tables of a finished run (anywhere)::
+Recompute the ratios of a finished run and rewrite its files (anywhere)::
 
-    python scripts/bench_kernels.py --render docs/bench/results.json
+    python scripts/bench_kernels.py --render docs/results/kernels_quick_grid.json
 
-Outputs in ``--out`` (default docs/bench/): results.json, results.csv, results.md, speedup_<est>.png.
+Outputs: the ``--out`` JSON file (default runs/bench/kernels.json: ``meta`` with device, driver, versions
+and date, and one row per cell and implementation), a CSV of the rows next to it (same name, ``.csv``)
+and the plots ``<name>_speedup_<estimator>.png`` (``scripts/plot_bench.py``). The Markdown tables of a
+results file: ``scripts/results_tables.py``.
+
 Shapes are written ``NxT`` (environments x time steps) everywhere.
 """
 
@@ -203,21 +208,6 @@ def _checked_cell(est, N, T, layout, dtype_name, device, check_envs, prepare=Non
     return args, kw, reference_outputs(est, args, kw, layout, check_envs, 16384, device)
 
 
-def checked_default_time(est: str, N: int, T: int, layout: str, dtype_name: str, warmup_ms: float, rep_ms: float,
-                         device="cuda", check_envs: int = 64) -> tuple[float, float, int]:
-    """``kernels.<est>`` with its own block shape on fresh inputs of one cell: checked against the
-    float64 reference first (raises if wrong), then timed. ``(us, rel_err, bytes)``; for
-    before-and-after runs that put another checkout of ``kernels`` first on the path."""
-    args, kw, (refs, k, _) = _checked_cell(est, N, T, layout, dtype_name, device, check_envs)
-    fn = getattr(kernels, est)
-    out = fn(*args, **kw)
-    sync(device)
-    err = rel_err(out, refs, k, layout)
-    if not err <= TOL[dtype_name]:
-        raise AssertionError(f"{est} {N}x{T} {layout} {dtype_name}: relative error {err:.1e} over {TOL[dtype_name]}")
-    return time_us(lambda: fn(*args, **kw), device, warmup_ms, rep_ms), err, cell_bytes(est, N, T, DTYPES[dtype_name])
-
-
 def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name: str, rounds: int,
                   warmup_ms: float, rep_ms: float, device="cuda", check_envs: int = 64,
                   prepare: Optional[Callable] = None, timer: Optional[Callable] = None,
@@ -251,20 +241,6 @@ def checked_times(calls: dict, est: str, N: int, T: int, layout: str, dtype_name
             except Exception as exc:  # noqa: BLE001 - e.g. a block shape over the shared memory
                 times[label].append(f"FAIL {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
     return times
-
-
-def block_shape_graph_times(est: str, configs: dict, N: int, T: int, layout: str, dtype_name: str,
-                            input_sets: int = 1, warm: bool = False, device="cuda") -> dict:
-    """The block-shape sweeps' cell: ``kernels.<est>`` with each of ``configs`` (label ->
-    :class:`LaunchConfig`, ``None`` for the kernels' choice) through :func:`checked_times`, two
-    rounds of device time from a CUDA graph (:func:`graph_us`) whose calls take the ``input_sets``
-    in turn (at least ``GRAPH_CALLS`` calls). ``warm``: one checked call each and no timing (``0.0``),
-    to fill the compile cache."""
-    fn = getattr(kernels, est)
-    calls = {label: (lambda a, kw, c=c: fn(*a, **kw, config=c)) for label, c in configs.items()}
-    timer = (lambda f: 0.0) if warm else (lambda f: graph_us(f, device, 0.0, calls=max(GRAPH_CALLS, input_sets)))
-    return checked_times(calls, est, N, T, layout, dtype_name, 1 if warm else 2, 10, 50, device=device,
-                         timer=timer, input_sets=input_sets)
 
 
 # --------------------------------------------------------------------------- #
@@ -610,15 +586,16 @@ CSV_FIELDS = ["estimator", "impl", "N", "T", "layout", "dtype", "status", "devic
 
 
 def write_results(out: Path, meta: dict, rows: list[dict], *, final: bool = False, plots: bool = True) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "results.json.tmp"
+    """``out`` (JSON: ``{meta, rows}``, written atomically) and its rows as CSV next to it (``out`` with
+    ``.csv``); at the end of a run (``final``) the plots ``<out stem>_speedup_<estimator>.png``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(dict(meta=meta, rows=rows), indent=1, default=str))
-    tmp.replace(out / "results.json")
-    with open(out / "results.csv", "w", newline="") as f:
+    tmp.replace(out)
+    with open(out.with_suffix(".csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    (out / "results.md").write_text(markdown(meta, rows))
     if final and plots:
         try:
             from plot_bench import plot_all
@@ -626,7 +603,7 @@ def write_results(out: Path, meta: dict, rows: list[dict], *, final: bool = Fals
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             from plot_bench import plot_all
         try:
-            plot_all(rows, out)
+            plot_all(rows, out.parent, prefix=out.stem)
         except Exception as exc:  # noqa: BLE001 - plots are optional
             print(f"plotting failed: {type(exc).__name__}: {exc}")
 
@@ -653,57 +630,6 @@ def _groups(rows):
     for r in rows:
         cells.setdefault((r["estimator"], r["dtype"], r["layout"], r["N"], r["T"]), {})[r["impl"]] = r
     return cells
-
-
-def markdown(meta: dict, rows: list[dict]) -> str:
-    lines = ["# Credit-assignment kernels: benchmark", ""]
-    lines.append(
-        f"{meta.get('device_name')} | driver {meta.get('driver', '-')} | CUDA {meta.get('cuda', '-')} | "
-        f"torch {meta.get('torch')} | triton {meta.get('triton')} | {meta.get('date')}  ")
-    cg = meta.get("copy_gbs")
-    lines.append(f"device-to-device copy: {cg:.0f} GB/s (read + write)  " if cg else "copy bandwidth: not measured  ")
-    lines.append("Times: median device time per call in us (do_bench, L2 flushed). `x seq` etc.: fused speedup over "
-                 "that baseline. `%copy`: fused GB/s (inputs read once + outputs written once) over the copy. "
-                 "`host`: wall us per call, back-to-back (small shapes); `captured`: the same for the call "
-                 "captured by `kernels.capture` and replayed from its CUDA graph (one per input set, in turn). "
-                 "`graph`: device-only us per call, "
-                 "replayed from a CUDA graph of one call per input set, at least 20 (small shapes; the sets "
-                 "fill three times the L2, so each call reads its inputs from DRAM); `graph %copy` and "
-                 "`graph x seq`: the share of the copy and the speedup on those times (where the host call "
-                 "outlasts do_bench's cache flush, do_bench counts host time too). Shapes are N x T.")
-    lines.append("")
-    cells = _groups(rows)
-    ests = list(dict.fromkeys(k[0] for k in cells))
-    for est in ests:
-        lines += [f"## {est}", "",
-                  "| N x T | layout | dtype | triton | sequential | compile | loop | x seq | x compile | x loop | %copy | host triton | captured triton | graph triton | graph %copy | graph sequential | graph x seq | graph x compile | rel err |",
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for key, impls in cells.items():
-            if key[0] != est:
-                continue
-            _, dt, layout, N, T = key
-            tr = impls.get("triton", {})
-            errs = [r.get("rel_err") for r in impls.values() if r.get("rel_err") is not None]
-            frac = tr.get("frac_of_copy")
-            lines.append(
-                f"| {N}x{T} | {layout} | {dt} | " + " | ".join(_fmt_us(impls.get(i)) for i in IMPLS) + " | "
-                + " | ".join(_fmt_x(tr.get(f"speedup_vs_{b}")) for b in BASELINES)
-                + f" | {_fmt(frac, '{:.0%}')} | {_fmt(tr.get('host_us'), '{:.1f}')}"
-                + f" | {_fmt(tr.get('captured_us'), '{:.1f}')} | {_fmt(tr.get('graph_us'), '{:.1f}')} | {_fmt(tr.get('graph_frac_of_copy'), '{:.0%}')}"
-                + f" | {_fmt(impls.get('sequential', {}).get('graph_us'), '{:.1f}')}"
-                + f" | {_fmt_x(tr.get('graph_speedup_vs_sequential'))} | {_fmt_x(tr.get('graph_speedup_vs_compile'))}"
-                + f" | {_fmt(max(errs) if errs else None, '{:.0e}')} |")
-        lines.append("")
-    bad = [r for r in rows if r.get("status") in ("error", "WRONG")]
-    if bad:
-        lines += ["## Errors and wrong results", ""]
-        lines += [f"- {r['estimator']} {r['impl']} {r['N']}x{r['T']} {r['layout']} {r['dtype']}: {r['status']} "
-                  f"{r.get('error', '')} (rel err {r.get('rel_err')})" for r in bad]
-        lines.append("")
-    nr = meta.get("not_run")
-    if nr:
-        lines += [f"{len(nr)} cells not started (time budget).", ""]
-    return "\n".join(lines)
 
 
 def summary(meta: dict, rows: list[dict], max_lines: int = 90) -> str:
@@ -779,7 +705,7 @@ def run(opts) -> dict:
     meta["elapsed_s"] = round(time.perf_counter() - started, 1)
     write_results(out, meta, rows, final=True, plots=opts.plots)
     print(summary(meta, rows), flush=True)
-    print(f"elapsed {meta['elapsed_s']} s; results in {out}/", flush=True)
+    print(f"elapsed {meta['elapsed_s']} s; results in {out}", flush=True)
     return dict(meta=meta, rows=rows)
 
 
@@ -793,7 +719,8 @@ def parse_args(argv=None):
     p.add_argument("--layout", default="auto", choices=["auto", "tn", "nt", "both"],
                    help="auto: tn everywhere, plus nt for gae/vtrace")
     p.add_argument("--dtype", default="f32", help="f32, bf16 or f32,bf16")
-    p.add_argument("--out", default=str(ROOT / "docs" / "bench"))
+    p.add_argument("--out", default=str(ROOT / "runs" / "bench" / "kernels.json"),
+                   help="results file (.json); the CSV and the plots are written next to it")
     p.add_argument("--time-budget", type=float, default=None,
                    help=f"seconds; no new cell starts after it (--quick default: {QUICK_BUDGET_S:.0f})")
     p.add_argument("--warmup-ms", type=float, default=None)
@@ -809,10 +736,12 @@ def parse_args(argv=None):
     p.add_argument("--copy-bytes", type=int, default=None)
     p.add_argument("--no-copy", action="store_true")
     p.add_argument("--no-plots", dest="plots", action="store_false",
-                   help="skip the PNGs (make them later: python scripts/plot_bench.py DIR/results.json)")
+                   help="skip the PNGs (make them later: python scripts/plot_bench.py OUT.json)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", dest="verbose", action="store_false")
     opts = p.parse_args(argv)
+    if Path(opts.out).suffix != ".json":
+        p.error(f"--out must name a .json file, got {opts.out!r}")
     opts.estimators = [e for e in opts.estimators.split(",") if e]
     opts.impls = [i for i in opts.impls.split(",") if i]
     opts.dtypes = [d for d in opts.dtype.split(",") if d]
@@ -839,12 +768,12 @@ def parse_args(argv=None):
 
 
 def render(path: Path) -> dict:
-    """Recompute the ratios of a results.json and rewrite its results.{json,csv,md} (no GPU needed)."""
+    """Recompute the ratios of a results file and rewrite it and its CSV (no GPU needed)."""
     data = json.loads(Path(path).read_text())
     for row in data["rows"]:
         add_bandwidth(row, data["meta"].get("copy_gbs"))
     add_ratios(data["rows"])
-    write_results(Path(path).parent, data["meta"], data["rows"], final=True, plots=False)
+    write_results(Path(path), data["meta"], data["rows"], final=True, plots=False)
     return data
 
 
@@ -853,7 +782,7 @@ def main(argv=None) -> dict:
         argv = sys.argv[1:]
     if argv[:1] == ["--render"]:
         if len(argv) != 2:
-            raise SystemExit("usage: bench_kernels.py --render DIR/results.json")
+            raise SystemExit("usage: bench_kernels.py --render RESULTS.json")
         return render(Path(argv[1]))
     return run(parse_args(argv))
 

@@ -9,7 +9,7 @@ Reads top to bottom like ``scripts/ppo.py``: args, env + actors, agent, learner
 loop (get a trajectory batch, credit assignment, update, publish parameters).
 The actor side lives in ``rltrain/actor_learner.py`` (threads, bounded queue,
 parameter broadcast, shutdown) and ``envs/async_collector.py`` (per-env chains
-from EnvPool's out-of-order ``recv``).  See ``docs/impala.md``.
+from EnvPool's out-of-order ``recv``).  See ``docs/training.md``.
 
 Next-step autoreset: after an episode ends at step t the chain's next
 observation is the final one, so ``V(s_{t+1}) = values[t+1]`` is the
@@ -37,15 +37,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
 from envs import make_envs  # noqa: E402
-from rltrain.actor_learner import (Actor, ActorError, ActorPool, ParamServer, learner_batch_width,  # noqa: E402
-                                   summarize_actor_secs)
+from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
+from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
+from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
+from rltrain.validation import validate  # noqa: E402
+from rltrain.wallclock import TrainingClock  # noqa: E402
 
 
 @dataclass
@@ -101,7 +104,9 @@ class Args(ExperimentArgs):
     update_epochs: int = 1
     """passes over each trajectory batch (V-trace is recomputed with the current critic each pass)"""
     num_minibatches: int = 1
-    """minibatches of env columns per pass (must divide the learner batch width)"""
+    """minibatches of env columns per pass (must divide the learner batch width; 0: derived from --minibatch-size)"""
+    minibatch_size: int = 0
+    """steps per minibatch, whole env columns: a multiple of --num-steps (0: derived from --num-minibatches)"""
     norm_adv: bool = True
     """normalise policy-gradient advantages per minibatch"""
     ent_coef: float = 0.0
@@ -119,33 +124,23 @@ class Args(ExperimentArgs):
     stop_at_return: Optional[float] = None
     """stop early once the average return of the last 100 episodes reaches this (None: use the whole budget)"""
 
-
-def check_args(args: Args) -> None:
-    """Reject bad input with a user-facing ConfigError."""
-    if args.num_envs < 1 or args.num_actors < 1 or args.num_envs % args.num_actors:
-        raise ConfigError(f"--num-envs ({args.num_envs}) must be a positive multiple of --num-actors ({args.num_actors})")
-    width = args.num_envs // args.num_actors
-    if not 0 <= args.env_batch_size <= width:
-        raise ConfigError(f"--env-batch-size must be in [0, num_envs / num_actors = {width}], got {args.env_batch_size}")
-    if args.num_steps < 1 or args.update_epochs < 1 or args.num_minibatches < 1:
-        raise ConfigError("--num-steps, --update-epochs and --num-minibatches must be >= 1")
-    if width % args.num_minibatches:
-        raise ConfigError(f"--num-minibatches {args.num_minibatches} does not divide the learner batch width "
-                          f"num_envs / num_actors = {width}")
-    if args.queue_size < 1 or args.param_refresh_every < 1:
-        raise ConfigError("--queue-size and --param-refresh-every must be >= 1")
-    if args.total_timesteps < args.num_steps * width:
-        raise ConfigError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({args.num_steps * width})")
+    def learner_batch(self) -> LearnerBatch:
+        """num_steps x learner_batch_envs trajectories (0: all num_envs / num_actors of an actor's envs);
+        minibatches of whole env columns."""
+        return LearnerBatch(rows=self.num_steps, columns=self.learner_batch_envs or self.num_envs // self.num_actors,
+                            whole_columns=True)
 
 
 def main(args: Args) -> dict:
-    check_args(args)
+    validate(args)  # every flag; the rules are in rltrain/validation.py
     width = args.num_envs // args.num_actors  # envs of one actor
-    batch_envs = learner_batch_width(args.learner_batch_envs, width, args.num_minibatches)  # columns per batch
+    batch_envs = args.learner_batch().columns  # env columns per learner batch
     T = args.num_steps
     batch_size = T * batch_envs
     num_updates = args.total_timesteps // batch_size
-    minibatch_width = batch_envs // args.num_minibatches
+    num_minibatches, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches,
+                                                          args.minibatch_size)
+    minibatch_width = minibatch_size // T
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
     seed_everything(args.seed, args.torch_deterministic)
@@ -174,13 +169,17 @@ def main(args: Args) -> dict:
     run = start_run(args, state, num_updates, device)
     run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
     start_update, global_step = run.iteration, run.global_step
+    clock = TrainingClock(run.wall_s)  # training seconds, across --resume
+    evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
+                                    args.eval_greedy, args.num_threads) if args.eval_every else None
     logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {backend.label} | "
                  f"{args.num_actors} actor(s) x {width} envs (recv batch {args.env_batch_size or width}), "
-                 f"learner batch {batch_envs} envs x T={T}, {num_updates} updates" + (f" | resumed at update {start_update}" if run.resumed else ""))
+                 f"learner batch {batch_envs} envs x T={T}, {num_updates} updates"
+                 + (f" | resumed at update {start_update}" if run.resumed else ""))
 
     def checkpoint(path: Path, update: int) -> None:
         state.save(path, iteration=update, global_step=global_step, recent_returns=recent_returns,
-                   run_dir=run_dir)
+                   run_dir=run_dir, wall_s=clock.seconds())
 
     # ---------------------------------------------------------------- actors: own policy copy (its step
     # recorded as a CUDA graph here, before any thread runs), bounded queue
@@ -194,13 +193,14 @@ def main(args: Args) -> dict:
         actors.append(Actor(i, envs, policy, params, traj_queue, stop, num_envs=width, num_steps=T,
                             obs_shape=info.obs_shape, obs_dtype=obs_dtype, action_shape=info.action_shape,
                             action_dtype=act_dtype, device=device, num_actions=info.num_actions,
-                            batch_size=args.env_batch_size or width,
-                            out_width=batch_envs, discrete=info.discrete, action_low=info.action_low,
-                            action_high=info.action_high, capture=args.cuda_graphs))
+                            batch_size=args.env_batch_size or width, out_width=batch_envs,
+                            discrete=info.discrete, action_low=info.action_low, action_high=info.action_high,
+                            capture=args.cuda_graphs))
     interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks
     pool = ActorPool(actors, traj_queue, stop, interrupt)
     timer, table = PhaseTimer(device), PhaseTable()
     start_time, start_step = time.perf_counter(), global_step
+    clock.start()
     update, in_update, interrupted = start_update, False, False
 
     def loss_and_stats(mb, ret_stats: bool):
@@ -278,10 +278,10 @@ def main(args: Args) -> dict:
             in_update = True
             mb_stats = []
             for epoch in range(args.update_epochs):
-                perm = (torch.randperm(batch_envs, device=device) if args.num_minibatches > 1
+                perm = (torch.randperm(batch_envs, device=device) if num_minibatches > 1
                         else torch.arange(batch_envs, device=device))
-                for cols in perm.view(args.num_minibatches, minibatch_width):
-                    mb = traj.columns(cols) if args.num_minibatches > 1 else traj
+                for cols in perm.view(num_minibatches, minibatch_width):
+                    mb = traj.columns(cols) if num_minibatches > 1 else traj
                     loss, stats = loss_and_stats(mb, ret_stats=epoch == 0)
                     if stats is not None:
                         mb_stats.append(stats)
@@ -317,6 +317,7 @@ def main(args: Args) -> dict:
             metrics = {
                 "charts/learning_rate": optimizer.param_groups[0]["lr"],
                 "charts/SPS": (global_step - start_step) / elapsed,
+                "charts/wall_s": clock.seconds(),
                 "charts/actor_SPS": traj.actor_steps / max(a_wall - a_wait, 1e-9),
                 "charts/learner_SPS": batch_size / max(learn_s, 1e-9),
                 "losses/loss": loss_mean, "losses/policy_loss": pg, "losses/value_loss": vl,
@@ -339,6 +340,9 @@ def main(args: Args) -> dict:
                 metrics["charts/episodic_length"] = float(np.mean(traj.episode_lengths))
             if recent_returns:
                 metrics["charts/avg_episodic_return"] = float(np.mean(recent_returns))
+            if evaluation is not None and update % args.eval_every == 0:
+                with clock.paused():
+                    metrics.update(evaluation(agent))
             logger.log({"charts/iteration": update, **metrics}, global_step)
             logger.progress(sps=metrics["charts/SPS"], ret=metrics.get("charts/avg_episodic_return"))
             table.add({**secs, "learner/queue_wait": learner_wait}, wall)
@@ -360,6 +364,7 @@ def main(args: Args) -> dict:
         interrupt.restore()
         for envs in env_list:
             envs.close() if hasattr(envs, "close") else None
+        evaluation.close() if evaluation is not None else None
         if sys.exc_info()[0] is not None:
             logger.close()
 

@@ -1,17 +1,18 @@
 """Plots of a benchmark run: speedup of the fused kernels over each baseline vs T, one line per N.
 
-One PNG per estimator (``speedup_<estimator>.png``, one panel per baseline; [N, T] layout dashed,
-bf16 dotted). Each point is the ratio of device-only times (CUDA graphs) where both implementations
-have one, else of do_bench times (:func:`speedup`): at short shapes do_bench also counts the host's
-launch. Called by ``bench_kernels.py`` at the end of a run, or by hand::
+One PNG per estimator (``<results name>_speedup_<estimator>.png`` next to the results file, one
+panel per baseline; [N, T] layout dashed, bf16 dotted). Each point is the ratio of device-only times
+(CUDA graphs) where both implementations have one, else of do_bench times (:func:`speedup`): at short
+shapes do_bench also counts the host's launch. Called by ``bench_kernels.py`` at the end of a run, or
+by hand::
 
-    python scripts/plot_bench.py docs/bench/results.json
+    python scripts/plot_bench.py docs/results/kernels_quick_grid.json --estimators gae,vtrace,retrace
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 BASELINES = ("sequential", "compile", "loop")
@@ -23,7 +24,9 @@ def speedup(row: dict, base: str):
     return row.get(f"graph_speedup_vs_{base}") or row.get(f"speedup_vs_{base}")
 
 
-def plot_all(rows: list[dict], out: Path) -> list[Path]:
+def plot_all(rows: list[dict], out: Path, prefix: str = "", estimators=None) -> list[Path]:
+    """Write the plots of ``rows`` (a results file's) into folder ``out`` as
+    ``<prefix>_speedup_<estimator>.png``, for ``estimators`` (default: every one in ``rows``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,6 +36,8 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
     written = []
     fused = [r for r in rows if r.get("impl") == "triton" and r.get("status") == "ok"]
     for est in dict.fromkeys(r["estimator"] for r in fused):
+        if estimators is not None and est not in estimators:
+            continue
         ers = [r for r in fused if r["estimator"] == est]
         fig, axes = plt.subplots(1, len(BASELINES), figsize=(5 * len(BASELINES), 4), squeeze=False)
         Ns = sorted({r["N"] for r in ers})
@@ -61,14 +66,26 @@ def plot_all(rows: list[dict], out: Path) -> list[Path]:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
         fig.tight_layout()
-        path = out / f"speedup_{est}.png"
+        path = out / (f"{prefix}_speedup_{est}.png" if prefix else f"speedup_{est}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
     return written
 
 
+def main(argv=None) -> list[Path]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("results", type=Path, help="a results file of scripts/bench_kernels.py (.json)")
+    p.add_argument("--estimators", default=None, help="comma-separated (default: every estimator in the file)")
+    opts = p.parse_args(argv)
+    if not opts.results.is_file():
+        p.error(f"results: no such file: {opts.results}")
+    estimators = opts.estimators.split(",") if opts.estimators else None
+    written = plot_all(json.loads(opts.results.read_text())["rows"], opts.results.parent, opts.results.stem, estimators)
+    for path in written:
+        print(path)
+    return written
+
+
 if __name__ == "__main__":
-    src = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/bench/results.json")
-    for p in plot_all(json.loads(src.read_text())["rows"], src.parent):
-        print(p)
+    main()

@@ -10,7 +10,7 @@ parts live in the packages: networks in ``agents/``, EnvPool construction,
 env groups, episode statistics and normalisation in ``envs/``, the rollout
 collector (env groups stepped in turn, the policy step replayed from a CUDA
 graph), timers, logging, checkpointing and seeding in ``rltrain/``.  See
-``docs/ppo.md``.
+``docs/training.md``.
 
 Next-step autoreset (EnvPool / Gymnasium 1.x): after an episode ends at step
 t, the obs returned is the final obs, so ``V(obs_{t+1})`` is the truncation
@@ -36,13 +36,17 @@ import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
 from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups  # noqa: E402
 from rltrain.collector import RolloutCollector  # noqa: E402
-from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
+from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402,F401 -- ConfigError: what main raises for bad input
+from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
+from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.rollout import minibatch_indices  # noqa: E402
 from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
+from rltrain.validation import validate  # noqa: E402
+from rltrain.wallclock import TrainingClock  # noqa: E402
 
 
 @dataclass
@@ -83,7 +87,9 @@ class Args(ExperimentArgs):
     gae_lambda: float = 0.95
     """GAE lambda"""
     num_minibatches: int = 4
-    """minibatches per epoch (must divide num_envs * num_steps)"""
+    """minibatches per epoch (must divide num_envs * num_steps; 0: derived from --minibatch-size)"""
+    minibatch_size: int = 0
+    """steps per minibatch (0: derived from --num-minibatches; both given must agree)"""
     update_epochs: int = 4
     """epochs over the rollout per update"""
     norm_adv: bool = True
@@ -108,25 +114,15 @@ class Args(ExperimentArgs):
     compile: bool = False
     """torch.compile the minibatch loss (forward and, through it, backward)"""
 
-
-def check_args(args: Args) -> None:
-    """Reject bad input with a user-facing ConfigError."""
-    if args.num_envs < 1:
-        raise ConfigError(f"--num-envs must be >= 1, got {args.num_envs}")
-    if args.num_steps < 1 or args.num_minibatches < 1 or args.update_epochs < 1:
-        raise ConfigError("--num-steps, --num-minibatches and --update-epochs must be >= 1")
-    batch = args.num_envs * args.num_steps
-    if batch % args.num_minibatches:
-        raise ConfigError(f"--num-minibatches {args.num_minibatches} does not divide the batch size "
-                          f"num_envs * num_steps = {batch}; the minibatch size must divide the batch")
-    if args.total_timesteps < batch:
-        raise ConfigError(f"--total-timesteps {args.total_timesteps} is smaller than one batch ({batch})")
+    def learner_batch(self) -> LearnerBatch:
+        """One rollout, num_steps x num_envs steps; minibatches of shuffled single steps."""
+        return LearnerBatch(rows=self.num_steps, columns=self.num_envs)
 
 
 def main(args: Args) -> dict:
-    check_args(args)
+    validate(args)  # every flag; the rules are in rltrain/validation.py
     batch_size = args.num_envs * args.num_steps
-    minibatch_size = batch_size // args.num_minibatches
+    _, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches, args.minibatch_size)
     num_iterations = args.total_timesteps // batch_size
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
@@ -153,13 +149,16 @@ def main(args: Args) -> dict:
     run = start_run(args, state, num_iterations, device)
     run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
     start_iteration, global_step = run.iteration, run.global_step
+    clock = TrainingClock(run.wall_s)  # training seconds, across --resume
+    evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
+                                    args.eval_greedy, args.num_threads) if args.eval_every else None
     logger.write(f"run folder {run_dir} | device {device} | GAE backend {backend.label} | "
                  f"{N} envs ({envs.num_groups} group(s)) x {T} steps, {num_iterations} iterations" +
                  (f" | resumed at iteration {start_iteration}" if run.resumed else ""))
 
     def checkpoint(path: Path, iteration: int) -> None:
         state.save(path, iteration=iteration, global_step=global_step, recent_returns=recent_returns,
-                   run_dir=run_dir)
+                   run_dir=run_dir, wall_s=clock.seconds())
 
     # ---------------------------------------------------------------- storage + rollout collector
     collector = RolloutCollector(envs, agent, T, device, obs_norm=obs_norm, rew_norm=rew_norm,
@@ -167,6 +166,7 @@ def main(args: Args) -> dict:
     buf = collector.buf  # [T, N] on the device; a resumed run restarts its episodes
     timer, table = PhaseTimer(device), PhaseTable()
     start_time, start_step = time.perf_counter(), global_step
+    clock.start()
 
     def minibatch_loss(b: dict, b_valid: torch.Tensor, mb: torch.Tensor):
         """PPO's clipped loss on the rows ``mb`` of the flat rollout ``b``; the autoreset dummy rows
@@ -258,6 +258,7 @@ def main(args: Args) -> dict:
         metrics = {
             "charts/learning_rate": optimizer.param_groups[0]["lr"],
             "charts/SPS": (global_step - start_step) / (time.perf_counter() - start_time),
+            "charts/wall_s": clock.seconds(),
             "losses/loss": loss_mean, "losses/policy_loss": pg, "losses/value_loss": vl,
             "losses/entropy": ent, "losses/old_approx_kl": old_kl, "losses/approx_kl": kl,
             "losses/clipfrac": cf, "losses/explained_variance": explained_var,
@@ -273,6 +274,9 @@ def main(args: Args) -> dict:
             metrics["charts/episodic_length"] = float(np.mean(ep_lengths))
         if recent_returns:
             metrics["charts/avg_episodic_return"] = float(np.mean(recent_returns))
+        if evaluation is not None and iteration % args.eval_every == 0:
+            with clock.paused():
+                metrics.update(evaluation(agent, obs_norm))
         logger.log({"charts/iteration": iteration, **metrics}, global_step)
         logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
         table.add(secs, wall)
@@ -288,6 +292,7 @@ def main(args: Args) -> dict:
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()
     envs.close()
+    evaluation.close() if evaluation is not None else None
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
             "iterations": table.iterations}
 

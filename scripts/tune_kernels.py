@@ -150,7 +150,7 @@ def parse_args(argv=None):
     p.add_argument("--layouts", default="tn,nt")
     p.add_argument("--dtype", default="f32", choices=sorted(B.DTYPES))
     p.add_argument("--stages", default="1,2,3,4",
-                   help="pipeline depths tried for walks without look-back (4: docs/perf.md, \"Deep walks\")")
+                   help="pipeline depths tried for walks without look-back (4: experiment log, \"Deep walks\")")
     p.add_argument("--no-lookback", action="store_true", help="leave the look-back tiles out")
     p.add_argument("--configs", default=None,
                    help="comma-separated block shapes to time instead of the generated candidates, "

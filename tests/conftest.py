@@ -8,13 +8,14 @@
   suite runs on both.
 * ``load_script``: import a trainer script (``scripts/<name>.py``) as a module.
 * Input generators (``make_inputs``) for every estimator of the public API
-  and ``rel_err``.  Test modules import these helpers with
+  and ``rel_err``.  Test modules import these functions with
   ``from conftest import ...`` (pytest puts ``tests/`` on ``sys.path``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -51,7 +52,7 @@ def built_for_sm90(jobs: list) -> list:
 
 
 def load_script(name: str):
-    """``scripts/<name>.py`` as the module ``<name>_script``, executed once per session and kept in
+    """``scripts/<name>.py`` as the module ``<name>_script``, executed once per test run and kept in
     ``sys.modules`` (where dataclasses and tyro look it up)."""
     if f"{name}_script" in sys.modules:
         return sys.modules[f"{name}_script"]
@@ -75,7 +76,7 @@ OPS = (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def device() -> str:
     return DEVICE
 
@@ -91,6 +92,41 @@ def compiled_block_shapes(monkeypatch):
     _launch.choose_config.cache_clear()
     yield _launch
     _launch.choose_config.cache_clear()
+
+
+# --------------------------------------------------------------------------- #
+# the fast suite's sample of a product of test parameters
+# --------------------------------------------------------------------------- #
+EXHAUSTIVE = pytest.mark.exhaustive
+
+
+def sampled(*axes, pairs: bool = False) -> tuple:
+    """``parametrize`` arguments for the product of ``axes``, the combinations outside a sample marked
+    ``exhaustive``: ``make test`` runs the sample, ``make test-full`` the rest.
+
+    Each axis is ``(names, values)`` or ``(names, values, id_of_value)``: ``names`` one argument name
+    or several joined by commas, whose values are then tuples. The sample takes every value of
+    every axis at least once: its ``k``-th combination takes the ``k mod len``-th value of each
+    axis, for ``k`` up to the longest axis. With ``pairs`` it takes every value of the first axis
+    with every value of each other axis. Use::
+
+        @pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("T", [1, 150])))
+    """
+    names = [axis[0] for axis in axes]
+    values = [list(axis[1]) for axis in axes]
+    ids = [axis[2] if len(axis) > 2 else str for axis in axes]
+    if pairs:
+        width = max(len(v) for v in values[1:])
+        picked = {(i, *((i + j) % len(v) for v in values[1:])) for i in range(len(values[0])) for j in range(width)}
+    else:
+        picked = {tuple(k % len(v) for v in values) for k in range(max(len(v) for v in values))}
+    params = []
+    for index in itertools.product(*(range(len(v)) for v in values)):
+        combination = [v[i] for v, i in zip(values, index)]
+        flat = [x for name, value in zip(names, combination) for x in (value if "," in name else (value,))]
+        params.append(pytest.param(*flat, id="-".join(name(value) for name, value in zip(ids, combination)),
+                                   marks=() if index in picked else EXHAUSTIVE))
+    return ",".join(names), params
 
 
 # --------------------------------------------------------------------------- #

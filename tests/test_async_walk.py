@@ -1,10 +1,9 @@
 """The async-walk twins of GAE, V-trace, Retrace, lambda and discounted returns (``kernels._async_walk``, Gluon:
-walks fed through shared memory by asynchronous copies): the rules that pick them, the inputs their
-copies can move, their errors, their builds for sm_90 (no GPU needed: Triton's own compiler and
-``ptxas``), and on a GPU their outputs against the float64 reference, with the Triton walks taking
-the problems they cannot copy. The interpreter cannot run Gluon kernels, so without a GPU the
-reference check is the GPU suite's (docs/perf.md, "Walks fed through shared memory", "Async walks
-for lambda returns, discounted returns and Retrace", "V-trace's async walks")."""
+walks fed through shared memory by asynchronous copies): the inputs their copies can move, their
+errors, their builds for sm_90 (no GPU needed: Triton's own compiler and ``ptxas``), and on a GPU
+their outputs against the float64 reference, with the Triton walks taking the problems they cannot
+copy. The interpreter cannot run Gluon kernels, so without a GPU the reference check is the GPU
+suite's."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from kernels import LaunchConfig, _async_walk, _launch
 from kernels import reference as R
 from kernels._triton import HAVE_GLUON, runs_gluon
 
-from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, to_time_dim1, upcast
+from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, sampled, to_time_dim1, upcast
 
 ON_GPU = runs_gluon(torch.device(DEVICE))
 
@@ -43,13 +42,6 @@ def gpu_rules(monkeypatch):
     _launch.choose_config.cache_clear()
 
 
-def walk(T: int, N: int, itemsize: int = 2, aligned_rows: bool = True, op: str = "gae", form=None) -> LaunchConfig:
-    """The block shape ``choose_config`` gives ``op``'s walks (short sequences not held whole) in its kernel's
-    ``form`` (``None``: as a call with the default arguments launches it)."""
-    traits = dict(_launch.kernel_traits(op, form), explicit_short_tiles=False)
-    return _launch.choose_config(T, N, False, itemsize=itemsize, aligned_rows=aligned_rows, **traits)
-
-
 def async_tile(stages: int, block_n: int = 64, block_t: int = 64, warps: int = 4, four_envs: bool = False
                ) -> LaunchConfig:
     return LaunchConfig(block_t, block_n, warps, num_stages=stages, latest_first=True, env_runs_of_four=four_envs,
@@ -65,97 +57,17 @@ def forms(op: str) -> tuple:
     return tuple(getattr(importlib.import_module(f"kernels.{op}"), "FORMS", {None: {}}))
 
 
-@pytest.mark.parametrize("T,N,tile", [(4096, 8192, async_tile(4)), (300, 8448, async_tile(4)),
-                                      (2048, 9216, async_tile(3, 128)), (2048, 12672, async_tile(3, 128)),
-                                      (2048, 12688, async_tile(2)), (5000, 20480, async_tile(2)),
-                                      (1000, 25344, async_tile(2)), (1024, 25360, async_tile(3, 128)),
-                                      (1024, 33792, async_tile(3, 128))])
-def test_gae_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, tile):
-    """16-bit GAE ``[T, N]`` walks of more than 256 steps in 16-aligned rows (``gae.ASYNC_WALKS``): 64 x
-    64 in four stages while the programs take one per multiprocessor of the H200, 64 x 128 in three
-    from 72 to 99 programs, 64 x 64 in two from 199 to 396 programs, 64 x 128 in three from 199 to 264."""
-    assert walk(T, N) == tile
-
-
-@pytest.mark.parametrize("op", ["lambda_returns", "discounted_returns"])
-@pytest.mark.parametrize("T,N,tile", [(2048, 9216, async_tile(3, 128)), (1000, 16896, async_tile(3, 128)),
-                                      (2048, 16912, async_tile(2)), (1024, 25344, async_tile(2)),
-                                      (700, 25360, async_tile(2, 128)), (1024, 33792, async_tile(2, 128))])
-def test_light_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, op, T, N, tile):
-    """16-bit lambda and discounted returns' ``[T, N]`` walks of more than 256 steps in 16-aligned rows
-    (``ASYNC_WALKS``): 64 x 128 in three stages while the programs take one per multiprocessor, 64 x 64
-    in two up to three per multiprocessor, 64 x 128 in two up to two; and to 8448 environments, one
-    program per multiprocessor, lambda returns' 64 x 64 in four stages, discounted returns' 128 x 64 in
-    three."""
-    assert walk(T, N, op=op) == tile
-    first = {"lambda_returns": async_tile(4), "discounted_returns": async_tile(3, 64, 128)}[op]
-    assert walk(4096, 8192, op=op) == walk(300, 8448, op=op) == first
-
-
-@pytest.mark.parametrize("T,N,stages", [(4096, 8192, 3), (300, 8448, 3), (2048, 9216, 2), (1000, 16896, 2),
-                                        (2048, 16912, 3), (1024, 25344, 3), (700, 25360, 2), (1024, 33792, 2)])
-def test_retrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, stages):
-    """16-bit Retrace ``[T, N]`` walks of more than 256 steps in 16-aligned rows (``retrace.ASYNC_WALKS``):
-    64 x 64 in three stages up to one program per multiprocessor, two up to two, three again up to three,
-    two up to four."""
-    assert walk(T, N, op="retrace") == async_tile(stages)
-
-
-@pytest.mark.parametrize("T,N,tile", [(4096, 8192, async_tile(2, 64, 128, 8, True)),
-                                      (300, 8448, async_tile(2, 64, 128, 8, True)),
-                                      (2048, 8464, async_tile(2, 128, 64, 8, True)),
-                                      (1500, 16896, async_tile(2, 128, 64, 8, True)),
-                                      (1024, 25360, async_tile(2, 128, 64, 8, True)),
-                                      (1024, 33792, async_tile(2, 128, 64, 8, True))])
-def test_vtrace_bf16_walks_take_the_async_twin_where_it_measured_faster(gpu_rules, T, N, tile):
-    """16-bit V-trace ``[T, N]`` walks of more than 256 steps in 16-aligned rows (``vtrace.ASYNC_WALKS``):
-    four environments per thread on eight warps in two stages, 128 x 64 while its programs fill one wave,
-    64 x 128 from 8449 to 16896 environments and from 25345 to 33792; the form that stores ``vs - V`` as
-    ``pg_adv`` (a call with the default arguments) 64 x 64 in four stages on four warps to 8448
-    (``vtrace.PG_IS_X_ASYNC_WALKS``), the same tiles beyond."""
-    assert walk(T, N, op="vtrace", form="pg_from_x_next") == tile
-    assert walk(T, N, op="vtrace") == (async_tile(4) if N <= 8448 else tile)
-
-
-@pytest.mark.parametrize("op, T, N, itemsize, aligned", [
-    ("gae", 4096, 8192, 4, True),    # float32
-    ("gae", 256, 8192, 2, True),     # a short sequence: held whole
-    ("gae", 2048, 8464, 2, True),    # between the first two ranges
-    ("gae", 1024, 33808, 2, True),   # past the last
-    ("gae", 2048, 8200, 2, False),   # rows not 16 elements apart
-    ("gae", 2048, 4096, 2, True),    # below the walks
-    ("lambda_returns", 4096, 8192, 4, True),
-    ("lambda_returns", 2048, 8464, 2, True),    # between the first two ranges
-    ("lambda_returns", 1024, 33808, 2, True),   # past the last
-    ("discounted_returns", 256, 16384, 2, True),
-    ("retrace", 4096, 8192, 4, True),
-    ("retrace", 1024, 33808, 2, True),
-    ("discounted_returns", 2048, 9000, 2, False),
-    ("vtrace", 4096, 8192, 4, True),
-    ("vtrace", 1024, 33808, 2, True),
-    ("vtrace", 500, 20000, 2, True),    # between its second and third ranges
-    ("vtrace", 2048, 8200, 2, False)])
-def test_other_problems_keep_their_tiles(gpu_rules, op, T, N, itemsize, aligned):
-    assert not walk(T, N, itemsize, aligned, op=op).async_walk
-
-
-@pytest.mark.parametrize("op", ["eligibility_traces", "episodic_prefix_sum", "linear_scan"])
-def test_estimators_without_a_twin_keep_their_walks(gpu_rules, op):
-    assert _launch.kernel_traits(op)["async_walks"] == ()
-    assert not walk(4096, 8192, op=op).async_walk
-    assert triton_kernel(op) not in _async_walk.TWINS
-
-
 @pytest.mark.parametrize("op", ASYNC_OPS)
 def test_gae_vtrace_retrace_lambda_and_discounted_returns_have_twins(op):
     assert triton_kernel(op) in _async_walk.TWINS
 
 
 def test_estimator_config_takes_async_walks_only_where_gluon_runs(gpu_rules, monkeypatch):
+    """An async walk is never chosen where Gluon kernels cannot run, nor when the caller declines it."""
     monkeypatch.setattr(_launch, "EXPLICIT_LAYOUTS", False)
     assert not _launch.estimator_config("gae", 4096, 8192, False, 2).async_walk
     monkeypatch.setattr(_launch, "EXPLICIT_LAYOUTS", True)
-    assert _launch.estimator_config("gae", 4096, 8192, False, 2) == async_tile(4)
+    assert _launch.estimator_config("gae", 4096, 8192, False, 2).async_walk
     assert not _launch.estimator_config("gae", 4096, 8192, False, 2, async_walks=False).async_walk
 
 
@@ -248,22 +160,22 @@ WALK_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(tru
 TOO_BIG = {(op, shape) for op in ("retrace", "vtrace") for shape in ((64, 128, 4, 3), (128, 64, 4, 3))}
 
 
-def walk_param(op: str, options: dict, shape: tuple, four_envs: bool = False):
+def walk_id(walk: tuple) -> str:
+    op, options, shape, four_envs = walk
     name = "-".join(f"{k}={v}" for k, v in {**options, **options.get("scalars", {})}.items()
                     if k != "scalars") or "plain"
-    return pytest.param(op, options, shape, four_envs,
-                        id=f"{op}-{name}-" + "%dx%dw%ds%d" % shape + ("-four_envs" if four_envs else ""))
+    return f"{op}-{name}-" + "%dx%dw%ds%d" % shape + ("-four_envs" if four_envs else "")
 
 
-WALKS = ([walk_param(op, options, shape) for op, options in WALK_CASES for shape in WALK_SHAPES
+WALKS = ([(op, options, shape, False) for op, options in WALK_CASES for shape in WALK_SHAPES
           if options.get("truncated", True) is False or (op, shape) not in TOO_BIG]
-         + [walk_param(op, options, shape, True) for op, options in WALK_CASES if op == "vtrace"
-            for shape in FOUR_ENV_SHAPES])
+         + [(op, options, shape, True) for op, options in WALK_CASES if op == "vtrace" for shape in FOUR_ENV_SHAPES])
 
 
 @pytest.mark.skipif(not ON_GPU, reason="Gluon kernels run on an NVIDIA GPU only (the interpreter cannot run them)")
-@pytest.mark.parametrize("T,N", [(1, 16), (37, 16), (300, 64), (1000, 80), (777, 1040), (4096, 256)])
-@pytest.mark.parametrize("op, options, shape, four_envs", WALKS)
+@pytest.mark.parametrize(*sampled(("op,options,shape,four_envs", WALKS, walk_id),
+                                  ("T,N", [(1, 16), (37, 16), (300, 64), (1000, 80), (777, 1040), (4096, 256)],
+                                   lambda s: f"T{s[0]}-N{s[1]}")))
 def test_async_walks_match_the_reference(op, options, T, N, shape, four_envs):
     """Every chunk length, width and depth on partial chunks and partial programs, in every form of
     each estimator's optional inputs, bf16 and float16, bool and byte flags; and once with rows wider
@@ -331,16 +243,17 @@ def sm90_builds():
 READS_AGAIN = {"vtrace": 1}  # barriers a chunk beside the walk's own: _async_walk.read_again
 
 
+@pytest.mark.exhaustive
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("options", [False, True], ids=["without_optional_inputs", "with_them"])
 @pytest.mark.parametrize("tile", RULE_TILES, ids=lambda x: "-".join(map(str, x)))
 def test_the_twins_build_for_sm90_with_few_barriers_and_hardly_a_spill(sm90_builds, tile, options):
     """One barrier a chunk, the walk's own (the Triton walk's 64 x 64 bf16 tile takes 15; Triton 3.9's
-    PTX has that one, Triton 3.6's one per stage: `docs/bench/async_walks/builds.log`), and V-trace's
+    PTX has that one, Triton 3.6's one per stage: experiment log, `async_walks/builds.log`), and V-trace's
     second before it reads the chunk again; every series copied ahead as 16-byte vectors (``cp.async``
     of 16 bytes, none smaller), at most one value spilled (Triton 3.6's ``ptxas`` spills 4 bytes of
     discounted returns' twin without its optional inputs in 64 x 64 tiles of two stages, in 80
-    registers; that form ran as fast as the Triton walk there: `docs/bench/async_returns/options.log`)."""
+    registers; that form ran as fast as the Triton walk there: experiment log, `async_returns/options.log`)."""
     op, stages = tile[0], tile[3]
     build = sm90_builds[(*tile, options)]
     assert 1 <= build["barriers"] <= stages + READS_AGAIN.get(op, 0)

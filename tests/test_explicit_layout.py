@@ -1,7 +1,7 @@
-"""GAE's explicit-layout twin (``kernels._explicit_layout``, Gluon): the rule that picks it, its
-errors, its build for sm_90 (no GPU needed: Triton's own compiler and ``ptxas``), and on a GPU its
+"""The explicit-layout twins (``kernels._explicit_layout``, Gluon): where they are taken, their errors,
+their builds for sm_90 (no GPU needed: Triton's own compiler and ``ptxas``), and on a GPU their
 outputs against the float64 reference. The interpreter cannot run Gluon kernels, so on a machine
-without a GPU the reference check is the GPU suite's (docs/perf.md, "Explicit layouts")."""
+without a GPU the reference check is the GPU suite's."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kernels import LaunchConfig, _explicit_layout, _launch
 from kernels import reference as R
 from kernels._triton import HAVE_GLUON, runs_gluon
 
-from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, upcast
+from conftest import DEVICE, built_for_sm90, call, make_inputs, rel_err, sampled, upcast
 
 ON_GPU = runs_gluon(torch.device(DEVICE))
 
@@ -25,119 +25,6 @@ ON_GPU = runs_gluon(torch.device(DEVICE))
 def explicit(T: int, N: int, itemsize: int = 4, aligned_rows: bool = True, op: str = "gae") -> LaunchConfig:
     traits = dict(_launch.kernel_traits(op), explicit_short_tiles=True)
     return _launch.choose_config(T, N, False, itemsize=itemsize, aligned_rows=aligned_rows, **traits)
-
-
-@pytest.mark.parametrize("op,T,N,block_t,block_n", [
-    ("gae", 128, 4096, 128, 16), ("gae", 100, 512, 128, 8), ("lambda_returns", 200, 4096, 256, 16),
-    ("gae", 33, 3000, 64, 8), ("gae", 64, 1000, 64, 8), ("gae", 32, 8192, 32, 16), ("gae", 16, 32768, 16, 32),
-    ("gae", 5, 200, 8, 64), ("gae", 1, 4096, 8, 64), ("discounted_returns", 128, 4096, 128, 16),
-    ("retrace", 64, 1024, 64, 8), ("linear_scan", 256, 4096, 256, 16), ("eligibility_traces", 80, 30002, 128, 8),
-    ("episodic_prefix_sum", 256, 1000, 256, 8), ("episodic_prefix_sum", 128, 2500, 128, 8),
-    ("vtrace", 64, 3000, 64, 8)])
-def test_short_time_major_sequences_take_whole_sequence_tiles(op, T, N, block_t, block_n):
-    """Two environments per thread up to 32 steps, and for 33-256 steps below 2048 environments, in
-    unaligned rows (past 64 steps the light kernels only: 129-256 steps, and 65-128 from 2048
-    environments) and (Retrace, discounted returns) for 129-256 steps; four from 2048 (docs/perf.md)."""
-    config = explicit(T, N, aligned_rows=N % 16 == 0, op=op)
-    assert config == LaunchConfig(block_t, block_n, 4, explicit_layout=True)
-    assert T <= config.block_t
-
-
-@pytest.mark.parametrize("op,T,N,itemsize,block_t,block_n,warps", [
-    ("vtrace", 128, 4096, 4, 128, 16, 8), ("vtrace", 100, 1024, 4, 128, 8, 8), ("vtrace", 200, 2048, 4, 256, 16, 8),
-    ("vtrace", 256, 128, 2, 256, 8, 8), ("vtrace", 100, 4096, 2, 128, 16, 8), ("retrace", 128, 4096, 4, 128, 16, 8),
-    ("retrace", 65, 2000, 4, 128, 8, 8), ("retrace", 256, 2048, 4, 256, 16, 8), ("retrace", 129, 4096, 2, 256, 16, 8),
-    ("retrace", 128, 8192, 2, 128, 32, 4), ("discounted_returns", 200, 4096, 4, 256, 16, 8),
-    ("discounted_returns", 256, 1024, 2, 256, 8, 8), ("discounted_returns", 128, 4096, 4, 128, 16, 4),
-    ("gae", 200, 1024, 4, 256, 8, 8), ("gae", 256, 3072, 4, 256, 16, 8), ("gae", 256, 4096, 4, 256, 16, 8),
-    ("gae", 200, 6144, 4, 256, 16, 8), ("gae", 128, 1024, 4, 128, 8, 4), ("gae", 200, 1024, 2, 256, 8, 8),
-    ("lambda_returns", 256, 2048, 2, 256, 16, 8), ("lambda_returns", 256, 4096, 4, 256, 16, 4),
-    ("lambda_returns", 130, 1536, 4, 256, 8, 8),
-    ("lambda_returns", 230, 6000, 4, 256, 16, 4), ("eligibility_traces", 200, 6144, 4, 256, 16, 8),
-    ("episodic_prefix_sum", 130, 1024, 4, 256, 8, 8), ("episodic_prefix_sum", 224, 2048, 4, 256, 16, 4),
-    ("eligibility_traces", 200, 2048, 2, 256, 16, 4), ("eligibility_traces", 100, 4096, 4, 128, 16, 4),
-    ("linear_scan", 200, 1024, 4, 256, 8, 4)])
-def test_short_tiles_on_eight_warps(op, T, N, itemsize, block_t, block_n, warps):
-    """Eight warps along time, in 16-aligned rows short of the walks, for V-trace at 65-256 steps,
-    Retrace at 65-256 (16-bit floats 129-256), discounted returns and GAE at 129-256, lambda returns
-    at 129-256 (float32 below 4096 environments), and eligibility traces and episodic sums at
-    129-255 float32 steps not a multiple of 16; two environments per thread below 2048 environments
-    and four from (docs/perf.md, "Eight-warp short tiles"; "Eight environments per thread, the short
-    tiles' edges"). Four warps elsewhere."""
-    config = explicit(T, N, itemsize, aligned_rows=True, op=op)
-    assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
-
-
-@pytest.mark.parametrize("op,T,N,itemsize,block_t,block_n,warps", [
-    ("gae", 128, 8192, 2, 128, 32, 4), ("gae", 128, 16384, 2, 128, 32, 4), ("gae", 256, 8192, 2, 256, 32, 8),
-    ("retrace", 200, 12000, 2, 256, 32, 8), ("discounted_returns", 100, 8192, 2, 128, 32, 4),
-    ("linear_scan", 256, 8192, 2, 256, 32, 4), ("episodic_prefix_sum", 128, 16384, 2, 128, 32, 4),
-    ("lambda_returns", 64, 16384, 2, 64, 16, 4), ("gae", 128, 4096, 2, 128, 16, 4),
-    ("vtrace", 128, 8192, 2, 128, 16, 8), ("eligibility_traces", 256, 8192, 4, 256, 16, 4),
-    ("episodic_prefix_sum", 200, 12288, 4, 256, 16, 8), ("eligibility_traces", 128, 16384, 4, 128, 16, 4),
-    ("eligibility_traces", 100, 24576, 4, 128, 16, 4), ("lambda_returns", 256, 8192, 4, 256, 16, 4),
-    ("linear_scan", 140, 8192, 4, 256, 16, 4), ("discounted_returns", 200, 8192, 4, 256, 16, 8)])
-def test_short_tiles_to_the_walks_edge(op, T, N, itemsize, block_t, block_n, warps):
-    """16-bit floats and the light kernels hold whole sequences to twice ``SHORT_WALKS_FROM``
-    elements (not V-trace's 16-bit floats), and 16-bit floats of 65-256 steps take eight
-    environments per thread from 8192 environments (not V-trace); float32 129-256 steps also at
-    the bound, 8192 environments (lambda and discounted returns, ``linear_scan``; docs/perf.md,
-    "Eight environments per thread, the short tiles' edges")."""
-    config = explicit(T, N, itemsize, aligned_rows=True, op=op)
-    assert config == LaunchConfig(block_t, block_n, warps, explicit_layout=True)
-
-
-@pytest.mark.parametrize("op,T,N", [("gae", 180, 5000), ("gae", 136, 1000), ("gae", 256, 30002), ("retrace", 200, 2500),
-                                     ("retrace", 250, 12008), ("vtrace", 200, 6004), ("vtrace", 129, 4100)])
-def test_unaligned_rows_of_the_heavier_kernels_take_eight_warp_tiles(op, T, N):
-    """Float32 rows not 16 elements apart, 129-256 steps: GAE and Retrace on eight warps, two
-    environments per thread, V-trace from 4096 environments (docs/perf.md, "Eight environments per
-    thread, the short tiles' edges"); V-trace below, bf16 and the other kernels keep their tiles."""
-    assert explicit(T, N, 4, aligned_rows=False, op=op) == LaunchConfig(256, 8, 8, explicit_layout=True)
-    assert not explicit(T, N, 2, aligned_rows=False, op=op).explicit_layout
-    assert not explicit(T, 2500, 4, aligned_rows=False, op="vtrace").explicit_layout
-    assert not explicit(T, N, 4, aligned_rows=False, op="lambda_returns").explicit_layout
-
-
-@pytest.mark.parametrize("T,N", [(65, 2500), (72, 1000), (100, 30002), (128, 6004)])
-def test_retrace_takes_eight_warp_tiles_in_unaligned_rows_of_65_to_128_steps(T, N):
-    """Retrace's float32 rows not 16 elements apart of 65-128 steps: eight warps, two environments per
-    thread (docs/perf.md, "Successor values in rows not 16 elements apart, persistent look-back
-    tiles"); V-trace and the others keep their Triton tiles there, and bf16 too."""
-    assert explicit(T, N, 4, aligned_rows=False, op="retrace") == LaunchConfig(128, 8, 8, explicit_layout=True)
-    assert not explicit(T, N, 2, aligned_rows=False, op="retrace").explicit_layout
-    for op in ("vtrace", "lambda_returns", "discounted_returns", "linear_scan"):
-        assert not explicit(T, N, 4, aligned_rows=False, op=op).explicit_layout, op
-
-
-@pytest.mark.parametrize("T,N,whole", [(65, 4096, True), (72, 30002, True), (90, 6004, True), (90, 4095, False),
-                                       (91, 12008, False), (100, 16390, False), (128, 6004, False), (72, 2500, False)])
-def test_gae_takes_four_warp_tiles_in_unaligned_rows_of_65_to_90_steps(T, N, whole):
-    """GAE's float32 rows not 16 elements apart of 65-90 steps from 4096 environments: four warps, two
-    environments per thread (docs/perf.md, "Successor values in rows not 16 elements apart, persistent
-    look-back tiles"); 91-128 steps and fewer environments keep the Triton tiles, and bf16."""
-    config = explicit(T, N, 4, aligned_rows=False, op="gae")
-    if whole:
-        assert config == LaunchConfig(128, 8, 4, explicit_layout=True)
-    else:
-        assert not config.explicit_layout
-    assert not explicit(T, N, 2, aligned_rows=False, op="gae").explicit_layout
-
-
-@pytest.mark.parametrize("op,T,N,itemsize,aligned", [
-    ("gae", 128, 16384, 4, True), ("gae", 256, 8208, 4, True), ("gae", 64, 16384, 4, True), ("gae", 50, 32768, 2, True), ("gae", 257, 4096, 4, True),
-    ("gae", 128, 1000, 4, False), ("linear_scan", 200, 3000, 4, False), ("episodic_prefix_sum", 100, 1500, 4, False),
-    ("gae", 8, 16, 4, True), ("gae", 128, 4096, 8, True),
-    ("vtrace", 200, 2000, 4, False), ("vtrace", 256, 8192, 2, True), ("retrace", 100, 16384, 4, True),
-    ("vtrace", 128, 16384, 2, True), ("gae", 128, 32768, 2, True), ("gae", 256, 16384, 2, True),
-    ("eligibility_traces", 128, 32768, 4, True), ("episodic_prefix_sum", 256, 16384, 2, True),
-    ("lambda_returns", 200, 8208, 4, True), ("vtrace", 200, 8192, 4, True), ("gae", 128, 16384, 4, True),
-    ("gae", 200, 8192, 4, True)])
-def test_walks_long_sequences_unaligned_rows_and_float64_keep_the_triton_tiles(op, T, N, itemsize, aligned):
-    """Past the walks' threshold, past 256 steps, 65-256 steps in unaligned rows (the light kernels:
-    65-128 steps below 2048 environments), 8 steps below 128 environments and float64 keep the
-    Triton kernels' tiles."""
-    assert not explicit(T, N, itemsize, aligned, op=op).explicit_layout
 
 
 @pytest.mark.parametrize("op", ["gae", "vtrace", "retrace", "lambda_returns", "discounted_returns",
@@ -185,9 +72,10 @@ def twin_case_id(case) -> str:
 
 
 @pytest.mark.skipif(not ON_GPU, reason="Gluon kernels run on an NVIDIA GPU only (the interpreter cannot run them)")
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("T,N", [(1, 7), (13, 333), (32, 4096), (50, 1000), (128, 4096), (200, 16), (256, 8191)])
-@pytest.mark.parametrize("twin_case", TWIN_CASES, ids=twin_case_id)
+@pytest.mark.parametrize(*sampled(("twin_case", TWIN_CASES, twin_case_id),
+                                  ("T,N", [(1, 7), (13, 333), (32, 4096), (50, 1000), (128, 4096), (200, 16), (256, 8191)],
+                                   lambda s: f"T{s[0]}-N{s[1]}"),
+                                  ("dtype", [torch.float32, torch.bfloat16])))
 def test_twin_matches_the_reference(twin_case, T, N, dtype):
     """Every twin, in both widths of its block shape on four and eight warps (bf16 also eight
     environments per thread), with and without its optional inputs, partial tiles in time and
@@ -241,6 +129,7 @@ def sm90_builds():
     return {(op, LaunchConfig(*fields), options): build for op, fields, options, build in built_for_sm90(jobs)}
 
 
+@pytest.mark.exhaustive
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("op,config", SUCCESSOR_BUILDS, ids=[f"{op}-{c.num_warps}warps" for op, c in SUCCESSOR_BUILDS])
 def test_values_one_step_later_cost_one_row_per_thread(sm90_builds, op, config):
@@ -258,6 +147,7 @@ def float_vector_loads(ptx: str) -> int:
     return len(re.findall(r"ld\.global(\.\S+)*\.v4\.b32", ptx))
 
 
+@pytest.mark.exhaustive
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("op,config", RUN_SUCCESSOR_BUILDS,
                          ids=[f"{op}-{c.num_warps}warps" for op, c in RUN_SUCCESSOR_BUILDS])
@@ -273,6 +163,7 @@ def test_triton_thread_run_tiles_load_successors_one_row_per_thread(sm90_builds,
     assert steps > 1 and len(re.findall(r"LDG\.E\.128", sass)) == series * steps + successors + 1
 
 
+@pytest.mark.exhaustive
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("op,config", [build for build in RUN_SUCCESSOR_BUILDS + FAST_EXP_BUILDS if build[0] != "gae"],
                          ids=lambda x: x if isinstance(x, str) else f"{x.block_t}x{x.block_n}")
@@ -284,6 +175,7 @@ def test_triton_tiles_take_e_to_the_x_by_one_flushing_ex2(sm90_builds, op, confi
     assert re.search(r"ex2\.approx\.ftz\.f32", ptx) and not re.search(r"ex2\.approx\.f32", ptx)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("op", ["vtrace", "lambda_returns"])
 def test_tiles_four_environments_per_thread_keep_every_load_in_the_pipeline(sm90_builds, op):
@@ -303,6 +195,7 @@ def test_every_estimator_has_a_twin():
         assert getattr(module, f"_{op}_kernel") in _explicit_layout.TWINS, op
 
 
+@pytest.mark.exhaustive
 @pytest.mark.skipif(not HAVE_GLUON, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("options", [False, True], ids=["without_optional_inputs", "with_them"])
 @pytest.mark.parametrize("op,T,N", BUILD_CASES)

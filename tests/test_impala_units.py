@@ -248,13 +248,6 @@ def test_narrow_learner_batches_from_two_actors(tmp_path):
     rounds = (8 // 2) // 2  # batches in one round of an actor's envs
     lag_max = max(r["policy_lag/max"] for r in rows)
     assert 0 <= lag_max <= rounds * (args.queue_size + args.num_actors + args.param_refresh_every)
-    from rltrain.actor_learner import learner_batch_width
-    from rltrain.config import ConfigError
-    with pytest.raises(ConfigError, match="--learner-batch-envs must be in"):
-        learner_batch_width(5, 4, 1)
-    with pytest.raises(ConfigError, match="does not divide the learner batch width 3"):
-        learner_batch_width(3, 4, 2)
-    assert learner_batch_width(0, 4, 2) == 4
 
 
 def test_async_recv_batch_and_resume(tmp_path):

@@ -6,7 +6,9 @@ Every test draws its own random inputs (seeded from the test id).
 
 One generic table of op cases (``OP_CASES``) is crossed with shapes, layouts,
 dtypes and flag dtypes; per-op scalar/optional-argument variants live in
-``VARIANTS``.
+``VARIANTS``. Where a test's product of parameters is large, ``make test`` runs a sample
+that takes every value of every parameter (``conftest.sampled``) and ``make test-full``
+the rest.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kernels import reference as R
 
 from conftest import (
     DEVICE,
+    EXHAUSTIVE,
     OPS,
     Case,
     call,
@@ -36,6 +39,7 @@ from conftest import (
     FLAG_NAMES,
     VECTOR_NAMES,
     SIGNATURES,
+    sampled,
 )
 
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
@@ -105,6 +109,18 @@ def case_id(c):
     return "-".join([op] + extra)
 
 
+def shape_id(shape) -> str:
+    return f"T{shape[0]}-N{shape[1]}"
+
+
+def config_id(config) -> str:
+    return "x".join(map(str, config))
+
+
+def dtype_id(dtype) -> str:
+    return {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.float64: "f64"}[dtype]
+
+
 # N not a multiple of 32/64; T = 128 is exactly one time chunk of the interpreter's tiling and
 # T = 1000 several (with a partial last one). Not a full cross product: the interpreter is slow.
 SHAPES_TN = [(1, 1), (1, 130), (2, 3), (2, 37), (7, 1), (7, 130), (128, 3), (128, 37),
@@ -114,9 +130,20 @@ SHAPES_NT = [(1, 37), (7, 3), (128, 130), (1000, 3)]
 LAYOUT_SHAPES = [(0, T, N) for T, N in SHAPES_TN] + [(1, T, N) for T, N in SHAPES_NT]
 
 
-@pytest.mark.parametrize("time_dim,T,N", LAYOUT_SHAPES,
-                         ids=[f"td{d}-T{T}-N{N}" for d, T, N in LAYOUT_SHAPES])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+def shape_params() -> list:
+    """Every op case in every layout and shape; the sample gives each op case one shape of each
+    layout, in turn, so every shape is in it too."""
+    params = []
+    for i, op_case in enumerate(OP_CASES):
+        for time_dim, T, N in LAYOUT_SHAPES:
+            shapes = SHAPES_TN if time_dim == 0 else SHAPES_NT
+            in_sample = (T, N) == shapes[i % len(shapes)]
+            params.append(pytest.param(op_case, time_dim, T, N, id=f"{case_id(op_case)}-td{time_dim}-T{T}-N{N}",
+                                       marks=() if in_sample else EXHAUSTIVE))
+    return params
+
+
+@pytest.mark.parametrize("op_case,time_dim,T,N", shape_params())
 def test_shapes_float32(op_case, T, N, time_dim):
     op, kw = op_case
     tm = make_inputs(op, T, N, seed=seed_of(op_case, T, N, time_dim), **kw)
@@ -156,9 +183,7 @@ def _padded_view(t: torch.Tensor, transpose: bool) -> torch.Tensor:
     return view
 
 
-@pytest.mark.parametrize(
-    "layout", ["sliced_tm", "sliced_nt", "vectors_strided", "expanded"]
-)
+@pytest.mark.parametrize("layout", ["sliced_tm", "sliced_nt", "vectors_strided", "expanded"])
 @pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
 def test_strided_views(op_case, layout):
     op, kw = op_case
@@ -206,8 +231,7 @@ def test_one_environment_1d(op_case, T):
 FLAG_OPS = [c for c in OP_CASES if c[0] != "linear_scan"]
 
 
-@pytest.mark.parametrize("flag_dtype", [torch.uint8, torch.int32, torch.float32],
-                         ids=str)
+@pytest.mark.parametrize("flag_dtype", [torch.uint8, torch.int32, torch.float32], ids=str)
 @pytest.mark.parametrize("op_case", FLAG_OPS, ids=case_id)
 def test_flag_dtypes(op_case, flag_dtype):
     # flags are read as x != 0: use nonzero values other than 1 too
@@ -452,10 +476,12 @@ def test_vtrace_stores_vs_minus_v_as_pg_adv_only_where_that_is_exact(monkeypatch
     assert taken == [(x_as_pg, "pg_is_x" if x_as_pg else "pg_from_x_next")]
 
 
-@pytest.mark.parametrize("block_n, warps, one_column", [(8, 1, False), (16, 1, True), (32, 1, False), (32, 2, False)],
-                         ids=["windowed_walk", "one_column_windowed_walk", "one_by_one_walk",
-                              "one_by_one_walk_two_warps"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+LOOKBACK_WALKS = {(8, 1, False): "windowed_walk", (16, 1, True): "one_column_windowed_walk",
+                  (32, 1, False): "one_by_one_walk", (32, 2, False): "one_by_one_walk_two_warps"}
+
+
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
+                                  ("block_n,warps,one_column", LOOKBACK_WALKS, LOOKBACK_WALKS.get)))
 def test_lookback_with_many_small_tiles(op_case, block_n, warps, one_column):
     """Thousands of look-back tiles in flight at once (on a GPU) still give the reference's answer.
 
@@ -481,9 +507,8 @@ def test_lookback_with_many_small_tiles(op_case, block_n, warps, one_column):
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="chains of thousands of tiles in flight need a GPU")
-@pytest.mark.parametrize("walk", ["windowed", "one_by_one"])
-@pytest.mark.parametrize("layout", ["tn", "nt"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("layout", ["tn", "nt"]),
+                                  ("walk", ["windowed", "one_by_one"])))
 def test_long_lookback_chains_match_the_one_lane_walk(op_case, layout, walk):
     """Long chains of look-back tiles racing for one column's flags: 16 environments x 2^20 steps
     on the default block shapes (2048 tiles or more per chain, windowed walks), and 64 x 2^18 in
@@ -513,9 +538,9 @@ PERSISTENT_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", di
                     ("discounted_returns", dict(truncated=False, bootstrap=False))]  # G_T = 0
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("config", [(128, 32, 4, 2), (32, 32, 2, 3), (64, 16, 2, 1)], ids=str)
-@pytest.mark.parametrize("op_case", PERSISTENT_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", PERSISTENT_CASES, case_id),
+                                  ("config", [(128, 32, 4, 2), (32, 32, 2, 3), (64, 16, 2, 1)], config_id),
+                                  ("dtype", [torch.float32, torch.bfloat16])))
 def test_persistent_look_back_tiles(op_case, config, dtype):
     """Look-back tiles walked by persistent programs, each loading its next tile before it scans the
     current one (``LaunchConfig.persistent``), give the reference's answer with a partial last chunk,
@@ -563,9 +588,8 @@ def test_the_default_persistent_tiles_match_the_one_lane_walk(op, where):
     assert _launch._LAUNCHERS[twin].options == {"launch_cooperative_grid": True}
 
 
-@pytest.mark.parametrize("config", [(16, 8, 1, 3), (128, 2, 2, 3), (32, 16, 4, 5)], ids=str)
-@pytest.mark.parametrize("layout", ["tn", "nt_view", "nt"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("layout", ["tn", "nt_view", "nt"]),
+                                  ("config", [(16, 8, 1, 3), (128, 2, 2, 3), (32, 16, 4, 5)], config_id)))
 def test_pipelined_walks(op_case, layout, config):
     """A program walking many chunks with the next chunks' loads in flight (``num_stages > 1``)
     gives the reference's answer in both layouts (``[N, T]`` as a view of time-major memory and
@@ -585,9 +609,9 @@ def test_pipelined_walks(op_case, layout, config):
         assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("walk", ["one_by_one_lookback", "windowed_lookback", "pipelined", "unpipelined", "shuffled"])
-@pytest.mark.parametrize("layout", ["tn", "nt"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("layout", ["tn", "nt"]),
+                                  ("walk", ["one_by_one_lookback", "windowed_lookback", "pipelined", "unpipelined",
+                                            "shuffled"])))
 def test_latest_first_tiles(op_case, layout, walk):
     """Tiles that hold a reverse walk's steps latest first and scan them forward
     (``LaunchConfig.latest_first``) give the reference's answer: look-back tiles walked back one by
@@ -622,10 +646,8 @@ THREAD_RUN_WALKS = {"one_by_one_lookback": dict(block_t=16, block_n=32, num_warp
                     "unpipelined": dict(block_t=32, block_n=32, num_warps=1)}
 
 
-@pytest.mark.parametrize("walk", THREAD_RUN_WALKS)
-@pytest.mark.parametrize("order", ["ascending", "latest_first"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("dtype", [torch.float32, torch.bfloat16], dtype_id),
+                                  ("order", ["ascending", "latest_first"]), ("walk", THREAD_RUN_WALKS)))
 def test_thread_run_tiles(op_case, dtype, order, walk):
     """``[T, N]`` tiles whose rows are in thread runs (``LaunchConfig.thread_runs``: each thread
     scans its consecutive steps, then one map per thread crosses threads) give the reference's
@@ -645,9 +667,9 @@ FOUR_ENV_RUN_WALKS = {"two_warp_lookback": THREAD_RUN_WALKS["two_warp_lookback"]
                       "unpipelined": THREAD_RUN_WALKS["unpipelined"]}
 
 
-@pytest.mark.parametrize("walk", FOUR_ENV_RUN_WALKS)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
+                                  ("dtype", [torch.float32, torch.bfloat16, torch.float16], dtype_id),
+                                  ("walk", FOUR_ENV_RUN_WALKS)))
 def test_tiles_four_environments_per_thread(op_case, dtype, walk):
     """``[T, N]`` tiles in thread runs four environments per thread (``LaunchConfig.env_runs_of_four``)
     give the reference's answer: 16-bit tiles then hold twice the steps per thread, float32 tiles the
@@ -663,10 +685,10 @@ def test_tiles_four_environments_per_thread(op_case, dtype, walk):
     assert_thread_run_tiles_match(op_case, dtype, config, seed_of("env_runs_of_four", op_case, dtype, walk))
 
 
-@pytest.mark.parametrize("walk", THREAD_RUN_WALKS)
-@pytest.mark.parametrize("from_runs", [True, False], ids=["from_runs", "second_tile"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
-@pytest.mark.parametrize("op_case", [c for c in OP_CASES if c[0] == "vtrace" or c == ("gae", {})], ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", [c for c in OP_CASES if c[0] == "vtrace" or c == ("gae", {})], case_id),
+                                  ("dtype", [torch.float32, torch.bfloat16], dtype_id),
+                                  ("from_runs", [True, False], {True: "from_runs", False: "second_tile"}.get),
+                                  ("walk", THREAD_RUN_WALKS)))
 def test_successor_values_in_thread_runs(monkeypatch, op_case, dtype, from_runs, walk):
     """GAE's (without ``next_values``) and V-trace's ``v_{t+1}`` in latest-first thread-run tiles give
     the reference's answer taken either way, whatever the block shape rule
@@ -709,11 +731,11 @@ def test_thread_runs_are_ignored_by_time_contiguous_tiles(op_case):
         assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("walk", ["unpipelined", "pipelined", "pairs", "lookback"])
-@pytest.mark.parametrize("T", [128, 384, 300], ids=lambda T: f"T{T}")
-@pytest.mark.parametrize("dtype,block_t", [(torch.float32, 128), (torch.bfloat16, 128), (torch.bfloat16, 256)],
-                         ids=["f32-128", "bf16-128", "bf16-256"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
+                                  ("dtype,block_t", [(torch.float32, 128), (torch.bfloat16, 128), (torch.bfloat16, 256)],
+                                   lambda pair: f"{dtype_id(pair[0])}-{pair[1]}"),
+                                  ("T", [128, 384, 300], lambda T: f"T{T}"),
+                                  ("walk", ["unpipelined", "pipelined", "pairs", "lookback"])))
 def test_time_shuffles(op_case, dtype, block_t, T, walk):
     """Time-contiguous ``[N, T]`` tiles whose steps lie in one warp move values between time steps
     by warp shuffles (``_scan.SHUFFLE_TIME``): the carried edge row and, for GAE, V-trace and
@@ -747,12 +769,14 @@ def test_time_shuffles(op_case, dtype, block_t, T, walk):
 LONGEST_RUN = 2600
 
 
-@pytest.mark.parametrize("T,width,aligned", [(300, 600, True), (1000, 1000, True), (1500, 600, True), (700, 1500, True),
-                                             (600, 3000, True), (700, 2048, True), (600, 16, True), (400, 100, True),
-                                             (4096, 32, True), (65536, 16, True), (65536, 1, True), (65536, 8, True),
-                                             (65536, 12, True), (65536, 3, True), (1500, 1000, False),
-                                             (3000, 2600, False)])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
+                                  ("T,width,aligned", [(300, 600, True), (1000, 1000, True), (1500, 600, True),
+                                                       (700, 1500, True), (600, 3000, True), (700, 2048, True),
+                                                       (1500, 1000, False), (3000, 2600, False), (4096, 32, True),
+                                                       (65536, 16, True), (65536, 1, True), (65536, 8, True),
+                                                       (65536, 12, True), (65536, 3, True), (600, 16, True),
+                                                       (400, 100, True)],
+                                   lambda c: f"T{c[0]}-N{c[1]}" + ("" if c[2] else "-unaligned"))))
 def test_longer_time_major_tiles(op_case, T, width, aligned, compiled_block_shapes):
     """The float32 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps up to
     4095 environments (``choose_config`` for ``width`` environments: 128-step look-back tiles 16
@@ -773,9 +797,9 @@ def test_longer_time_major_tiles(op_case, T, width, aligned, compiled_block_shap
         assert rel_err(o, r) < TOL[torch.float32]
 
 
-@pytest.mark.parametrize("T,width", [(300, 512), (1500, 2000), (700, 3008), (1000, 2048), (600, 100), (600, 32),
-                                     (65536, 16), (65536, 1), (65536, 12)])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
+                                  ("T,width", [(300, 512), (1500, 2000), (700, 3008), (1000, 2048), (600, 100), (600, 32),
+                                               (65536, 16), (65536, 1), (65536, 12)], shape_id)))
 def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
     """The bf16 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps (``choose_config``
     for ``width`` environments: from 512, look-back tiles in thread runs, 64 x 64 and 64 x 16 on two
@@ -795,10 +819,8 @@ def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
         assert rel_err(o, r) < TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("T", [5, 27, 48, 100, 200])
-@pytest.mark.parametrize("width", [4096, 8192, 32768])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
+@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("dtype", [torch.float32, torch.bfloat16], dtype_id),
+                                  ("width", [4096, 8192, 32768]), ("T", [5, 27, 48, 100, 200])))
 def test_short_time_major_tiles(op_case, dtype, width, T, compiled_block_shapes):
     """The block shapes a GPU chooses for ``[T, N]`` sequences of up to 256 steps (``choose_config``
     for ``width`` environments: tiles holding the whole sequence, in thread runs or in Triton's

@@ -163,9 +163,9 @@ def test_resume_after_kill(tmp_path):
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("flags,message", [
     (["--env-id", "Breakout-v4x"], "unknown env id 'Breakout-v4x'.*Did you mean"),
-    (["--num-envs", "0"], "--num-envs must be >= 1"),
+    (["--num-envs", "0"], "--num-envs must be an integer >= 1, got 0"),
     (["--num-envs", "3", "--num-steps", "5", "--num-minibatches", "4"], "does not divide the batch"),
-    (["--num-envs", "4", "--env-groups", "3"], "--env-groups 3 must be >= 1 and divide --num-envs 4"),
+    (["--num-envs", "4", "--env-groups", "3"], "--env-groups 3 must divide --num-envs 4"),
 ])
 def test_bad_input_inproc(tmp_path, flags, message):
     with pytest.raises(ppo.ConfigError, match=message):

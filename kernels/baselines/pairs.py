@@ -46,7 +46,7 @@ class Pairs:
 
 
 # --------------------------------------------------------------------------- #
-# small helpers (all [T, N] time-major)
+# small building blocks (all [T, N] time-major)
 # --------------------------------------------------------------------------- #
 def _f(x: Optional[Tensor], cdt: torch.dtype) -> Optional[Tensor]:
     return None if x is None else x.to(cdt)

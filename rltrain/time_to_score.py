@@ -1,0 +1,268 @@
+"""Time-to-score: when a run's average return first reaches a threshold, in steps and in minutes.
+
+A run folder's ``metrics.jsonl`` has one row per iteration with ``global_step``, ``charts/wall_s``
+(training seconds since the run started, summed over ``--resume`` segments) and
+``charts/avg_episodic_return`` (the mean of the last 100 finished episodes; the trainers' Atari
+returns are game scores: unclipped, whole games).  Functions here:
+
+* :func:`load_run` -- the run's curve.  A resumed segment logs again the iterations after its
+  checkpoint that the killed segment had logged; the last row of an iteration wins, so the curve
+  follows the segments whose time was counted.
+* :func:`first_crossing` -- the first row whose average return is ``>= threshold``.
+* :func:`step_curve` / :func:`band` -- curves of several seeds on one grid (the last logged value
+  at each point, no interpolation between rows) and their median, min and max.
+* :func:`summarize` -- the JSON document of ``scripts/time_to_score.py``; :func:`plot` its PNGs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import platform
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+__all__ = ["Run", "Crossing", "load_run", "first_crossing", "step_curve", "band", "summarize", "plot",
+           "parse_thresholds", "host_info", "command_line", "to_json", "RETURN", "WALL"]
+
+RETURN = "charts/avg_episodic_return"
+WALL = "charts/wall_s"
+
+
+@dataclass
+class Run:
+    """One training run: its curve (rows with an average return) and what it was."""
+
+    run_dir: str
+    env_id: str
+    exp_name: str
+    seed: int
+    trainer: str
+    args: Dict[str, Any] = field(default_factory=dict)
+    steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    wall_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    returns: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def group(self) -> str:
+        """Runs of one game and one experiment name are seeds of one configuration."""
+        return f"{self.env_id} {self.exp_name}"
+
+
+@dataclass(frozen=True)
+class Crossing:
+    global_step: int
+    wall_s: float
+
+    @property
+    def minutes(self) -> float:
+        return self.wall_s / 60.0
+
+
+def _saved_args(run_dir: Path) -> Dict[str, Any]:
+    for name in ("final.pt", "latest.pt"):
+        path = run_dir / "checkpoints" / name
+        if path.is_file():
+            import torch
+
+            return dict(torch.load(path, map_location="cpu", weights_only=False).get("args", {}))
+    return {}
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read ``run_dir/metrics.jsonl`` (and the args of its checkpoint, if any)."""
+    run_dir = Path(run_dir)
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no metrics.jsonl in {run_dir}")
+    by_iteration: Dict[int, Dict[str, Any]] = {}
+    for i, line in enumerate(path.read_text().splitlines()):
+        if line.strip():
+            row = json.loads(line)
+            by_iteration[int(row.get("charts/iteration", i))] = row  # a resumed segment's row wins
+    rows = [r for _, r in sorted(by_iteration.items()) if isinstance(r.get(RETURN), (int, float))]
+    if rows and WALL not in rows[0]:
+        raise ValueError(f"{path} has no {WALL}: it was written by a trainer that does not log training seconds")
+    args = _saved_args(run_dir)
+    parts = run_dir.name.split("__")  # {env_id}__{exp_name}__{seed}__{timestamp}
+    env_id = args.get("env_id", parts[0])
+    exp_name = args.get("exp_name", parts[1] if len(parts) > 1 else run_dir.name)
+    seed = int(args.get("seed", parts[2] if len(parts) > 2 else 0))
+    trainer = "impala" if "correction" in args else "ppo" if args else exp_name
+    return Run(str(run_dir), env_id, exp_name, seed, trainer, args,
+               steps=np.array([r["global_step"] for r in rows], dtype=np.int64),
+               wall_s=np.array([r[WALL] for r in rows], dtype=np.float64),
+               returns=np.array([r[RETURN] for r in rows], dtype=np.float64))
+
+
+def first_crossing(run: Run, threshold: float) -> Optional[Crossing]:
+    """The first logged point where the average return is ``>= threshold`` (None: never)."""
+    hit = np.flatnonzero(run.returns >= threshold)
+    if not hit.size:
+        return None
+    i = hit[0]
+    return Crossing(int(run.steps[i]), float(run.wall_s[i]))
+
+
+def step_curve(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The last ``y`` logged at or before each grid point (NaN before the first)."""
+    idx = np.searchsorted(x, grid, side="right") - 1
+    out = np.where(idx >= 0, y[np.clip(idx, 0, None)], np.nan) if len(x) else np.full(len(grid), np.nan)
+    return out.astype(np.float64)
+
+
+def band(curves: Sequence[tuple], points: int = 200) -> Dict[str, np.ndarray]:
+    """Median, min and max over seeds of ``(x, y)`` curves, on a grid up to the shortest run's end."""
+    end = min(float(x[-1]) for x, _ in curves)
+    grid = np.linspace(0.0, end, points)
+    ys = np.stack([step_curve(x, y, grid) for x, y in curves])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before the first episode ends
+        return {"x": grid, "median": np.nanmedian(ys, 0), "min": np.nanmin(ys, 0), "max": np.nanmax(ys, 0)}
+
+
+def parse_thresholds(specs: Sequence[str]) -> Dict[str, List[float]]:
+    """``["20", "Breakout-v5=300,400"]`` -> ``{"*": [20.0], "Breakout-v5": [300.0, 400.0]}``."""
+    out: Dict[str, List[float]] = {}
+    for spec in specs:
+        env, _, values = spec.rpartition("=")
+        try:
+            out.setdefault(env or "*", []).extend(float(v) for v in values.split(","))
+        except ValueError:
+            raise ValueError(f"--thresholds {spec!r}: expected VALUE[,VALUE] or ENV_ID=VALUE[,VALUE]") from None
+    return out
+
+
+def _thresholds_for(env_id: str, thresholds: Mapping[str, List[float]]) -> List[float]:
+    return sorted(set(thresholds.get(env_id, []) + thresholds.get("*", [])))
+
+
+def host_info() -> Dict[str, Any]:
+    """Device, CPU cores and versions of the machine this runs on (the one the runs trained on)."""
+    import importlib.metadata as md
+
+    import torch
+
+    from rltrain.runtime import num_cores
+
+    versions = {"python": platform.python_version()}
+    for pkg in ("torch", "triton", "envpool", "gymnasium", "numpy"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            versions[pkg] = None
+    cuda = torch.cuda.is_available()
+    return {"device": torch.cuda.get_device_name(0) if cuda else f"cpu ({platform.processor() or platform.machine()})",
+            "cuda": torch.version.cuda if cuda else None, "cpu_cores": num_cores(), "versions": versions}
+
+
+def command_line(run: Run, defaults: Optional[Dict[str, Any]] = None) -> str:
+    """``python scripts/<trainer>.py`` with the flags that differ from ``defaults`` (the trainer's
+    defaults with its ``--config`` preset applied); without defaults every saved arg is listed."""
+    skip = {"resume", "runs_dir", "progress", "track"}
+    parts = [f"python scripts/{run.trainer}.py"]
+    if run.args.get("config"):
+        parts.append(f"--config {run.args['config']}")
+    for key, value in run.args.items():
+        if key in skip or key == "config" or (defaults is not None and defaults.get(key) == value):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parts.append(flag if value else f"--no-{key.replace('_', '-')}")
+        else:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
+def _finite(x: float) -> Optional[float]:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
+              commands: Optional[Mapping[str, str]] = None, host: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The time-to-score document: per run its crossings, per group (seeds of one configuration)
+    the median, min and max minutes and steps to each threshold over the seeds that reached it."""
+    doc: Dict[str, Any] = {"host": host or {}, "metric": RETURN, "clock": WALL, "runs": [], "groups": []}
+    groups: Dict[str, List[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.group, []).append(run)
+        crossings = {}
+        for t in _thresholds_for(run.env_id, thresholds):
+            c = first_crossing(run, t)
+            crossings[f"{t:g}"] = None if c is None else {"global_step": c.global_step, "wall_s": c.wall_s,
+                                                          "minutes": c.minutes}
+        doc["runs"].append({
+            "run_dir": run.run_dir, "env_id": run.env_id, "exp_name": run.exp_name, "trainer": run.trainer,
+            "seed": run.seed, "command": (commands or {}).get(run.run_dir, command_line(run)),
+            "final": {"global_step": int(run.steps[-1]) if len(run.steps) else 0,
+                      "wall_s": _finite(run.wall_s[-1]) if len(run.wall_s) else None,
+                      "avg_return": _finite(run.returns[-1]) if len(run.returns) else None,
+                      "best_avg_return": _finite(run.returns.max()) if len(run.returns) else None},
+            "crossings": crossings,
+        })
+    for name, members in groups.items():
+        entry: Dict[str, Any] = {"group": name, "env_id": members[0].env_id, "exp_name": members[0].exp_name,
+                                 "seeds": sorted(r.seed for r in members), "thresholds": {}}
+        for t in _thresholds_for(members[0].env_id, thresholds):
+            hits = [c for c in (first_crossing(r, t) for r in members) if c is not None]
+            minutes = [c.minutes for c in hits]
+            steps = [c.global_step for c in hits]
+            entry["thresholds"][f"{t:g}"] = {
+                "reached": f"{len(hits)}/{len(members)}",
+                # the median over all seeds: a seed that never reached the bar counts as +inf
+                "median_minutes": _finite(float(np.median(minutes + [math.inf] * (len(members) - len(hits))))),
+                "min_minutes": min(minutes) if minutes else None, "max_minutes": max(minutes) if minutes else None,
+                "median_steps": _finite(float(np.median(steps + [math.inf] * (len(members) - len(hits))))),
+            }
+        doc["groups"].append(entry)
+    return doc
+
+
+def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: str | Path) -> List[Path]:
+    """One PNG per game: average return against steps and against minutes, median and min-max over
+    the seeds of each configuration, thresholds dashed.  Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for env_id in sorted({r.env_id for r in runs}):
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+        by_group: Dict[str, List[Run]] = {}
+        for r in runs:
+            if r.env_id == env_id and len(r.steps):
+                by_group.setdefault(r.exp_name, []).append(r)
+        for name, members in sorted(by_group.items()):
+            label = f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''})"
+            for ax, xs, scale in ((axes[0], [r.steps for r in members], 1.0),
+                                  (axes[1], [r.wall_s for r in members], 60.0)):
+                b = band([(x / scale, r.returns) for x, r in zip(xs, members)])
+                line, = ax.plot(b["x"], b["median"], label=label)
+                if len(members) > 1:
+                    ax.fill_between(b["x"], b["min"], b["max"], alpha=0.2, color=line.get_color())
+        for ax, xlabel in zip(axes, ("environment steps", "training minutes")):
+            for t in _thresholds_for(env_id, thresholds):
+                ax.axhline(t, color="gray", linestyle="--", linewidth=0.8)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("average return, last 100 episodes")
+            ax.grid(alpha=0.3)
+        axes[0].legend(loc="lower right", fontsize=8)
+        fig.suptitle(f"{env_id}: median and min-max over seeds")
+        fig.tight_layout()
+        path = out_dir / f"learning_curves_{env_id}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def to_json(doc: Dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, default=lambda o: dataclasses.asdict(o) if dataclasses.is_dataclass(o) else str(o))

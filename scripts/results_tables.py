@@ -1,0 +1,211 @@
+"""Markdown tables of the results files under ``docs/results/`` (the tables in README.md and docs/perf.md).
+
+    python scripts/results_tables.py kernels docs/results/kernels_quick_grid.json           # every cell
+    python scripts/results_tables.py kernels docs/results/kernels_quick_grid.json --cells readme
+    python scripts/results_tables.py rl-triton docs/results/kernels_vs_rl_triton.json
+    python scripts/results_tables.py trainer docs/results/trainer_throughput.json
+    python scripts/results_tables.py update README.md docs/perf.md   # rewrite their tables from the files
+    python scripts/results_tables.py check README.md docs/perf.md    # exit 1 where a table is out of date
+
+A table in a Markdown file is generated where a line ``<!-- results_tables.py ARGS -->`` (ARGS: one of
+the table commands above, paths relative to the repository root) is followed by the table and a line
+``<!-- end -->``; ``update`` replaces what lies between them with the command's output.
+
+``kernels`` reads a file of ``scripts/bench_kernels.py``: per cell the fused kernels' device time
+(replayed from a CUDA graph, inputs from DRAM), their ``do_bench`` median (L2 flushed), the full
+call (back-to-back Python calls), the call captured by ``kernels.capture``, the device time's share
+of a device-to-device copy's bandwidth, and each baseline's ``do_bench`` median with its device
+time in brackets where the run measured one. ``rl-triton`` reads a file of
+``scripts/compare_rl_triton.py``: device times of both libraries with and without truncations, and
+the times of rl-triton's own method (CUDA events around one call, the launch included). Times in
+microseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = {"gae": "GAE", "vtrace": "V-trace", "retrace": "Retrace", "lambda_returns": "lambda returns",
+         "discounted_returns": "discounted returns", "eligibility_traces": "eligibility traces",
+         "episodic_prefix_sum": "episodic prefix sum", "linear_scan": "`linear_scan`"}
+LAYOUTS = {"tn": "`[T, N]`", "nt": "`[N, T]`"}
+# (estimator, N, T, layout) of the README's rows
+README_KERNEL_CELLS = [("gae", 4096, 128, "tn"), ("gae", 4096, 128, "nt"), ("vtrace", 4096, 128, "tn"),
+                       ("gae", 4096, 16, "tn"), ("gae", 512, 8192, "tn"), ("gae", 8192, 4096, "tn"),
+                       ("gae", 16, 1048576, "tn")]
+README_RL_TRITON_CELLS = [("gae", 4096, 128), ("vtrace", 4096, 128), ("gae", 32768, 16), ("gae", 8192, 4096),
+                          ("gae", 128, 4096)]
+MARKER = re.compile(r"^<!-- results_tables\.py (.+?) -->$")
+END = "<!-- end -->"
+
+
+def us(v) -> str:
+    """A time in microseconds: one decimal below 1000 us, none from there; ``-`` where missing."""
+    return "-" if v is None else (f"{v:.1f}" if v < 1000 else f"{v:.0f}")
+
+
+def machine(meta: dict) -> str:
+    """The line under a table's title that says where and when its figures were measured."""
+    parts = [meta.get("device_name", "?") + (f" ({meta['sms']} SMs)" if meta.get("sms") else ""),
+             f"driver {meta.get('driver', '?')}", f"CUDA {meta.get('cuda', '?')}", f"torch {meta.get('torch', '?')}",
+             f"Triton {meta.get('triton', '?')}"]
+    line = ", ".join(parts) + f"; {str(meta.get('date', '?'))[:10]}"
+    if meta.get("copy_gbs"):
+        line += f"; device-to-device copy {meta['copy_gbs']:.0f} GB/s"
+    return line + "."
+
+
+def baseline(row) -> str:
+    """A baseline's ``do_bench`` median, with its device time in brackets where measured."""
+    if row is None:
+        return "-"
+    if row.get("status") != "ok":
+        return "skip" if row.get("status") == "skipped" else row.get("status", "?")
+    graph = row.get("graph_us")
+    return us(row["device_us"]) + (f" ({us(graph)})" if graph else "")
+
+
+def kernels_table(path: Path, cells: str = "all") -> str:
+    data = json.loads(path.read_text())
+    by_cell: dict = {}
+    for r in data["rows"]:
+        by_cell.setdefault((r["estimator"], r["N"], r["T"], r["layout"], r["dtype"]), {})[r["impl"]] = r
+    keys = list(by_cell)
+    if cells == "readme":
+        keys = [k for c in README_KERNEL_CELLS for k in keys if k[:4] == c and k[4] == "f32"]
+    lines = [machine(data["meta"]), ""]
+    if cells == "readme":
+        lines += ["| estimator | N x T | fused device | fused full call | fused captured call | sequential | "
+                  "`torch.compile` | loop |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    else:
+        lines += ["| estimator | N x T | layout | dtype | device | do_bench | full call | captured call | % of copy "
+                  "| sequential | `torch.compile` | loop |",
+                  "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for key in keys:
+        est, N, T, layout, dtype = key
+        impls = by_cell[key]
+        fused = impls.get("triton", {})
+        frac = fused.get("graph_frac_of_copy")
+        base = [baseline(impls.get(b)) for b in ("sequential", "compile", "loop")]
+        if cells == "readme":
+            shape = f"{N} x {T}" + (" `[N, T]`" if layout == "nt" else "")
+            figures = [us(fused.get("graph_us")), us(fused.get("host_us")), us(fused.get("captured_us"))]
+            lines.append(f"| {NAMES[est]} | {shape} | " + " | ".join(figures + base) + " |")
+        else:
+            figures = [us(fused.get("graph_us")), us(fused.get("device_us")), us(fused.get("host_us")),
+                       us(fused.get("captured_us")), "-" if frac is None else f"{frac:.0%}"]
+            lines.append(f"| {NAMES[est]} | {N} x {T} | {LAYOUTS[layout]} | {dtype} | " + " | ".join(figures + base) + " |")
+    return "\n".join(lines)
+
+
+def rl_triton_table(path: Path, cells: str = "all") -> str:
+    data = json.loads(path.read_text())
+    meta = data["meta"]
+    by_cell: dict = {}
+    for r in data["rows"]:
+        by_cell.setdefault((r["estimator"], r["N"], r["T"]), {})[r["truncations"]] = r
+    keys = [c for c in README_RL_TRITON_CELLS if c in by_cell] if cells == "readme" else list(by_cell)
+
+    def pair(row, method):
+        if row is None or method not in row:
+            return "-"
+        return f"{us(row[method].get('ours'))} / {us(row[method].get('rl_triton'))}"
+
+    lines = [machine(meta) + f" rl-triton {meta.get('rl_triton', '?')}, fused kernels of commit "
+             f"{meta.get('kernels_commit', '?')}; `[N, T]`, {meta.get('dtype', 'f32')}.", ""]
+    if cells == "readme":
+        lines += ["| estimator | N x T | with truncations: fused / rl-triton | without: fused / rl-triton |",
+                  "| --- | --- | ---: | ---: |"]
+    else:
+        lines += ["| estimator | N x T | device, with truncations | device, without | events, with truncations "
+                  "| events, without |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for key in keys:
+        est, N, T = key
+        trunc, plain = by_cell[key].get(True), by_cell[key].get(False)
+        figures = [pair(trunc, "graph"), pair(plain, "graph")]
+        if cells != "readme":
+            figures += [pair(trunc, "event"), pair(plain, "event")]
+        lines.append(f"| {NAMES[est]} | {N} x {T} | " + " | ".join(figures) + " |")
+    return "\n".join(lines)
+
+
+def trainer_table(path: Path, cells: str = "all") -> str:
+    """The trainer benchmark's tables (``scripts/bench_trainer.py``): steps/s against raw EnvPool per
+    run, and each case's phase table, before and after side by side."""
+    import bench_trainer  # its runs import EnvPool and the trainers' packages: only when asked for
+    return bench_trainer.markdown(json.loads(path.read_text()))
+
+
+TABLES = {"kernels": kernels_table, "rl-triton": rl_triton_table, "trainer": trainer_table}
+
+
+def table_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="results_tables.py", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in TABLES:
+        t = sub.add_parser(name, help=f"the {name} table of a results file")
+        t.add_argument("path", help="results file (.json), relative to the repository root or absolute")
+        t.add_argument("--cells", choices=["all", "readme"], default="all", help="every cell, or the README's few")
+    for name, what in (("update", "rewrite the generated tables in place"), ("check", "exit 1 where a table differs")):
+        t = sub.add_parser(name, help=what)
+        t.add_argument("docs", nargs="+", help="Markdown files with generated tables")
+    return p
+
+
+def render(args: list[str]) -> str:
+    """The output of one table command (``["kernels", PATH, ...]``)."""
+    opts = table_parser().parse_args(args)
+    if opts.command not in TABLES:
+        raise SystemExit(f"results_tables.py: not a table command: {' '.join(args)}")
+    path = Path(opts.path) if Path(opts.path).is_absolute() else ROOT / opts.path
+    if not path.is_file():
+        raise SystemExit(f"results_tables.py {opts.command}: no such results file: {opts.path}")
+    return TABLES[opts.command](path, opts.cells)
+
+
+def regenerated(text: str) -> str:
+    """``text`` (a Markdown file) with every generated table rendered again from its results file."""
+    out, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        out.append(lines[i])
+        marker = MARKER.match(lines[i].strip())
+        i += 1
+        if marker is None:
+            continue
+        end = next((j for j in range(i, len(lines)) if lines[j].strip() == END), None)
+        if end is None:
+            raise SystemExit(f"results_tables.py: '{lines[i - 1].strip()}' has no '{END}' line after it")
+        out += render(marker.group(1).split()).split("\n")
+        i = end
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    opts = table_parser().parse_args(argv)
+    if opts.command in TABLES:
+        print(render(list(argv if argv is not None else sys.argv[1:])))
+        return 0
+    stale = []
+    for doc in opts.docs:
+        path = Path(doc)
+        text = path.read_text()
+        new = regenerated(text)
+        if new != text:
+            stale.append(doc)
+            if opts.command == "update":
+                path.write_text(new)
+    if opts.command == "check" and stale:
+        print(f"generated tables out of date in: {', '.join(stale)} (python scripts/results_tables.py update ...)")
+        return 1
+    if opts.command == "update":
+        print(f"updated: {', '.join(stale) or 'nothing'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Time-to-score of training runs: when the average return first reaches each threshold, and curves.
+
+    python scripts/time_to_score.py runs/Pong-v5__ppo__* runs/Breakout-v5__ppo__* \\
+        --thresholds Pong-v5=20 Breakout-v5=300,400 --out docs/results/time_to_score.json
+
+For each run folder (``metrics.jsonl`` of scripts/ppo.py or scripts/impala.py) it finds the first
+iteration whose ``charts/avg_episodic_return`` (mean of the last 100 episodes) is >= each threshold,
+and reports the global step and the training minutes (``charts/wall_s``, summed over ``--resume``
+segments).  Runs of one game with one ``--exp-name`` are seeds of one configuration: the JSON gives
+their median, min and max, and ``learning_curves_<env>.png`` beside it shows return against steps
+and against minutes (median line, min-max band).  The JSON records the machine this script runs on
+(device, CPU cores, versions): run it on the machine that trained.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List
+
+import tyro
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
+
+from rltrain.config import ConfigError, load_yaml_preset  # noqa: E402
+from rltrain.time_to_score import (Run, command_line, host_info, load_run, parse_thresholds, plot,  # noqa: E402
+                                   summarize, to_json)
+
+
+@dataclass
+class Args:
+    """Time-to-score of run folders."""
+
+    runs: tyro.conf.Positional[List[str]]
+    """run folders (runs/<env>__<exp_name>__<seed>__<time>)"""
+    thresholds: List[str] = field(default_factory=lambda: ["Pong-v5=20", "Breakout-v5=300,400"])
+    """VALUE[,VALUE] for every game or ENV_ID=VALUE[,VALUE] for one"""
+    out: str = "docs/results/time_to_score.json"
+    """the JSON to write; the PNG learning curves go beside it"""
+    plots: bool = True
+    """write the PNG learning curves"""
+
+
+def _defaults(run: Run) -> Dict:
+    """The trainer's defaults with the run's ``--config`` preset applied (for a short command line)."""
+    try:
+        from importlib import util
+
+        path = Path(__file__).resolve().parent / f"{run.trainer}.py"
+        spec = util.spec_from_file_location(f"{run.trainer}_script", path)
+        module = sys.modules.get(spec.name)
+        if module is None:
+            module = util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        defaults = dataclasses.asdict(module.Args())
+        if run.args.get("config") and Path(run.args["config"]).is_file():
+            defaults.update(load_yaml_preset(run.args["config"], module.Args))
+        return defaults
+    except (FileNotFoundError, AttributeError, ConfigError):
+        return {}
+
+
+def main(args: Args) -> dict:
+    try:
+        thresholds = parse_thresholds(args.thresholds)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    runs = []
+    for folder in args.runs:
+        try:
+            runs.append(load_run(folder))
+        except (FileNotFoundError, ValueError) as e:
+            raise ConfigError(str(e)) from None
+    commands = {r.run_dir: command_line(r, _defaults(r)) for r in runs if r.args}
+    doc = summarize(runs, thresholds, commands, host_info())
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.plots:
+        doc["plots"] = [str(p) for p in plot(runs, thresholds, out.parent)]
+    out.write_text(to_json(doc) + "\n")
+    for g in doc["groups"]:
+        for t, s in g["thresholds"].items():
+            when = ("never" if s["median_minutes"] is None else
+                    f"median {s['median_minutes']:.1f} min (range {s['min_minutes']:.1f}-{s['max_minutes']:.1f}), "
+                    f"{s['median_steps']:.3g} steps")
+            print(f"{g['group']}: >= {t} reached by {s['reached']} seeds; {when}")
+    print(f"wrote {out}" + (f" and {len(doc.get('plots', []))} PNG(s)" if args.plots else ""))
+    return doc
+
+
+if __name__ == "__main__":
+    try:
+        main(tyro.cli(Args, description=__doc__))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

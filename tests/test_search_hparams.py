@@ -1,0 +1,55 @@
+"""The hyperparameter search (scripts/search_hparams.py) end to end on the CPU: --quick runs three tiny
+CartPole trials of the real trainer, stores them in a journal that a second call reads back, and
+writes the best trials with a scripts/ppo.py command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+search = load_script("search_hparams")
+
+
+def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
+    pytest.importorskip("optuna")
+    best = tmp_path / "best.json"
+    doc = search.main(search.Args(quick=True, study_dir=str(tmp_path / "search"), write_best=True,
+                                  best_out=str(best)))
+    counts = doc["trials"]
+    assert counts["complete"] + counts["pruned"] + counts["fail"] == 3 and counts["complete"] >= 1
+    written = json.loads(best.read_text())
+    top = written["best"][0]
+    assert top["value"] == max(t["value"] for t in written["best"]) and top["value"] > 0
+    assert top["command"].startswith("python scripts/ppo.py --config configs/classic_control.yaml")
+    assert f"--minibatch-size {top['params']['minibatch_size']}" in top["command"]
+    assert set(written["space"]) == set(search.QUICK_SPACE) and written["budget_s"] == 4.0
+    # each trial trained the real trainer for the budget: its metrics stop at about 4 training seconds
+    trial_runs = sorted((tmp_path / "search" / "quick").glob("trial_*/runs/*/metrics.jsonl"))
+    assert len(trial_runs) == 3
+    # the journal is the study: read back without running a trial
+    again = subprocess.run([sys.executable, str(ROOT / "scripts" / "search_hparams.py"), "--quick", "--trials", "0",
+                            "--study-dir", str(tmp_path / "search")], capture_output=True, text=True,
+                           timeout=300, cwd=ROOT)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"best: trial {top['number']}, return {top['value']:.2f}" in again.stdout
+
+
+@pytest.mark.parametrize("trainer", ["ppo", "impala"])
+def test_every_value_of_the_space_is_a_flag_of_the_trainer(trainer):
+    """The lowest and the highest value of each searched flag parse and land in the trainer's Args."""
+    args = search.Args(trainer=trainer, num_envs=2048)
+    space = search.SPACES[trainer]
+    for pick in (0, -1):
+        values = {k: (v[1][pick] if v[0] == "categorical" else v[1 if pick == 0 else 2]) for k, v in space.items()}
+        flags = search.trial_flags(args, values, config=str(ROOT / search.PRESETS[trainer]))
+        parsed = load_script(trainer).cli(flags)
+        assert parsed.num_envs == 2048 and parsed.env_id == "Pong-v5"
+        assert {k: getattr(parsed, k) for k in values} == values
+    assert search.trial_flags(args, values)[:2] == ["--config", search.PRESETS[trainer]]

@@ -1,0 +1,123 @@
+"""Time-to-score arithmetic on synthetic logs (rltrain/time_to_score.py, scripts/time_to_score.py) and
+the training clock behind charts/wall_s, continued across --resume."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rltrain import wallclock  # noqa: E402
+from rltrain.time_to_score import band, first_crossing, load_run, parse_thresholds, step_curve, summarize  # noqa: E402
+
+ppo = load_script("ppo")
+tts_script = load_script("time_to_score")
+
+
+def write_run(root: Path, env_id: str, exp: str, seed: int, rows) -> Path:
+    """A run folder whose metrics.jsonl has ``(iteration, global_step, wall_s, avg_return)`` rows."""
+    run = root / f"{env_id}__{exp}__{seed}__1700000000"
+    run.mkdir(parents=True)
+    with open(run / "metrics.jsonl", "w") as f:
+        for it, step, wall, ret in rows:
+            row = {"global_step": step, "charts/iteration": it, "charts/wall_s": wall}
+            if ret is not None:
+                row["charts/avg_episodic_return"] = ret
+            f.write(json.dumps(row) + "\n")
+    return run
+
+
+def test_first_crossing_in_steps_and_minutes(tmp_path):
+    run = load_run(write_run(tmp_path, "Pong-v5", "ppo", 1, [
+        (1, 1000, 30.0, None), (2, 2000, 60.0, -21.0), (3, 3000, 90.0, 5.0), (4, 4000, 120.0, 20.0),
+        (5, 5000, 150.0, 19.0), (6, 6000, 180.0, 20.5)]))
+    c = first_crossing(run, 20.0)
+    assert (c.global_step, c.wall_s, c.minutes) == (4000, 120.0, 2.0)
+    assert first_crossing(run, 21.0) is None
+    assert first_crossing(run, -21.0).global_step == 2000  # rows without a return yet are skipped
+
+
+def test_a_resumed_segment_replaces_the_iterations_it_logs_again(tmp_path):
+    """Killed after iteration 3 (checkpoint at 2, 100 s): the resumed segment logs 3 and 4 again from
+    100 s on; the curve follows the resumed rows, whose time was counted."""
+    run = load_run(write_run(tmp_path, "Pong-v5", "ppo", 1, [
+        (1, 100, 50.0, 1.0), (2, 200, 100.0, 2.0), (3, 300, 150.0, 20.0),  # lost: after the checkpoint
+        (3, 300, 160.0, 3.0), (4, 400, 210.0, 20.0)]))
+    assert run.steps.tolist() == [100, 200, 300, 400] and run.wall_s.tolist() == [50.0, 100.0, 160.0, 210.0]
+    assert first_crossing(run, 20.0).wall_s == 210.0
+
+
+def test_seeds_median_and_range(tmp_path):
+    runs = [load_run(write_run(tmp_path, "Pong-v5", "ppo", s, [
+        (1, 1000, 60.0 * s, 0.0), (2, 2000, 120.0 * s, 20.0 + s)])) for s in (1, 2, 3)]
+    runs.append(load_run(write_run(tmp_path, "Pong-v5", "ppo", 4, [(1, 1000, 60.0, 0.0), (2, 2000, 999.0, 10.0)])))
+    doc = summarize(runs, parse_thresholds(["Pong-v5=20", "21"]))
+    (group,) = doc["groups"]
+    assert group["seeds"] == [1, 2, 3, 4]
+    at20 = group["thresholds"]["20"]  # seeds 1-3 at 2, 4, 6 minutes; seed 4 never: median of 2, 4, 6, inf
+    assert at20["reached"] == "3/4" and at20["median_minutes"] == pytest.approx(5.0)
+    assert (at20["min_minutes"], at20["max_minutes"]) == (2.0, 6.0) and at20["median_steps"] == 2000
+    at21 = group["thresholds"]["21"]  # seeds 1-3 only reach 21, 22, 23 -- 3 of 4 again
+    assert at21["reached"] == "3/4"
+    assert doc["runs"][0]["crossings"]["20"] == {"global_step": 2000, "wall_s": 120.0, "minutes": 2.0}
+    assert doc["runs"][3]["crossings"]["20"] is None
+
+
+def test_curves_are_steps_not_interpolations():
+    x, y = np.array([10.0, 20.0]), np.array([1.0, 5.0])
+    assert np.isnan(step_curve(x, y, np.array([5.0]))).all()
+    assert step_curve(x, y, np.array([10.0, 15.0, 20.0, 25.0])).tolist() == [1.0, 1.0, 5.0, 5.0]
+    b = band([(x, y), (np.array([10.0, 30.0]), np.array([3.0, 7.0]))], points=3)  # grid 0, 10, 20
+    assert b["x"].tolist() == [0.0, 10.0, 20.0]
+    assert b["median"][1:].tolist() == [2.0, 4.0] and b["min"][1:].tolist() == [1.0, 3.0]
+    assert b["max"][1:].tolist() == [3.0, 5.0]
+
+
+def test_script_writes_json_and_pngs(tmp_path):
+    runs = [write_run(tmp_path / "runs", "Breakout-v5", "ppo", s, [
+        (1, 1000, 60.0, 10.0), (2, 2000, 120.0, 350.0 + s), (3, 3000, 180.0, 420.0)]) for s in (1, 2)]
+    out = tmp_path / "results" / "time_to_score.json"
+    doc = tts_script.main(tts_script.Args(runs=[str(r) for r in runs], thresholds=["Breakout-v5=300,400"],
+                                          out=str(out)))
+    written = json.loads(out.read_text())
+    assert written["groups"] == json.loads(json.dumps(doc["groups"]))
+    assert written["groups"][0]["thresholds"]["400"]["median_minutes"] == 3.0
+    assert {"device", "cpu_cores", "versions"} <= set(written["host"]) and written["host"]["versions"]["torch"]
+    assert (tmp_path / "results" / "learning_curves_Breakout-v5.png").stat().st_size > 0
+
+
+def test_training_clock_leaves_pauses_out(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(wallclock.time, "perf_counter", lambda: now[0])
+    clock = wallclock.TrainingClock(previous_s=40.0)
+    assert clock.seconds() == 40.0  # not started: the earlier segments only
+    clock.start()
+    now[0] = 110.0
+    with clock.paused():
+        now[0] = 125.0
+    now[0] = 130.0
+    assert clock.seconds() == 40.0 + 30.0 - 15.0
+
+
+def test_wall_s_continues_across_resume(tmp_path):
+    flags = ["--runs-dir", str(tmp_path), "--num-envs", "4", "--num-steps", "32", "--no-progress",
+             "--checkpoint-every", "2"]
+    first = ppo.main(ppo.cli([*flags, "--total-timesteps", str(4 * 32 * 4)]))
+    latest = Path(first["run_dir"]) / "checkpoints" / "latest.pt"
+    saved_s = torch.load(latest, weights_only=False)["wall_s"]
+    ppo.main(ppo.cli(["--resume", str(latest), "--total-timesteps", str(4 * 32 * 8), "--no-progress"]))
+    rows = [json.loads(line) for line in open(Path(first["run_dir"]) / "metrics.jsonl")]
+    walls = [r["charts/wall_s"] for r in rows]
+    assert [r["charts/iteration"] for r in rows] == list(range(1, 9))
+    assert saved_s == pytest.approx(walls[3], abs=0.5)  # the checkpoint of iteration 4 holds its seconds
+    assert all(b > a for a, b in zip(walls, walls[1:]))  # the resumed segment starts where the first ended
+    assert walls[4] - saved_s < 5.0 and load_run(first["run_dir"]).wall_s[-1] == walls[-1]
