@@ -116,10 +116,11 @@ UPDATE_VARIANTS = (  # label, (cudnn deterministic, channels_last, compile)
 
 
 def quick_case(case: Case) -> Case:
-    """The tiny CPU version of ``case``: a few envs, a few steps, no variants."""
+    """The tiny CPU version of ``case``: a few envs, a few steps, the trainer's defaults (a preset's
+    minibatch size may not fit its batch), no variants."""
     atari = case.env_id.startswith("Breakout")
     return dataclasses.replace(case, num_envs=4 if atari else 8, num_steps=4 if atari else 16, warmup=1,
-                               timed=2, after_flags=case.quick_after_flags, variants=(),
+                               timed=2, flags=(), after_flags=case.quick_after_flags, variants=(),
                                raw_steps=10 if atari else 50, raw_warmup=2)
 
 
