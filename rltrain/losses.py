@@ -1,4 +1,4 @@
-"""Loss helpers both trainers use: a mean over the valid rows, and the stop on a non-finite loss.
+"""Loss building blocks both trainers use: a mean over the valid rows, and the stop on a non-finite loss.
 
 Next-step autoreset inserts a dummy transition after every episode end (its action is ignored, its
 reward is 0); a ``valid`` mask of 0/1 floats keeps it out of every loss term and statistic.
