@@ -84,17 +84,19 @@ class Case:
 
 
 CARTPOLE_VARIANTS = (
+    ("after, --compile", ("--compile",)),
     ("after, 1 env group", ("--env-groups", "1")),
     ("after, 2 groups x cores/2 threads", ("--num-threads", str(max(1, num_cores() // 2)))),
     ("after, no CUDA graphs", ("--no-cuda-graphs",)),
-    ("after, --compile", ("--compile",)),
 )
 IMPALA_AFTER = ("--num-actors", "2", "--learner-batch-envs", "128")
 IMPALA_QUICK = ("--num-actors", "2", "--learner-batch-envs", "2")
 CASES: Dict[str, Case] = {
     "ppo-cartpole": Case("ppo", "CartPole-v1", 4096, 128, warmup=2, timed=5, variants=CARTPOLE_VARIANTS),
+    # the update of both checkouts: 4 epochs x 4 minibatches of the batch (CleanRL's Atari update)
     "ppo-breakout": Case("ppo", "Breakout-v5", 4096, 16, warmup=1, timed=3,
-                         flags=("--config", "configs/atari.yaml"), raw_steps=20, raw_warmup=3),
+                         flags=("--config", "configs/atari.yaml", "--num-minibatches", "4", "--update-epochs", "4"),
+                         after_flags=("--minibatch-size", "0"), raw_steps=20, raw_warmup=3),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
                             variants=(("after, batches of 512", ("--num-actors", "2", "--learner-batch-envs", "512")),
