@@ -110,10 +110,10 @@ def test_captured_policy_step_matches_eager_cuda(arch, obs_shape, discrete):
     assert step.captured
     assert torch.equal(step.action, a)
     assert torch.allclose(step.logprob, logp, rtol=1e-5, atol=1e-6) and torch.allclose(step.value, v, rtol=1e-5, atol=1e-6)
-    draws = {tuple(step.action.tolist())}
+    draws = {tuple(step.action.flatten().tolist())}
     for _ in range(3):  # each replay draws new random numbers
         step()
-        draws.add(tuple(step.action.tolist()))
+        draws.add(tuple(step.action.flatten().tolist()))
     assert len(draws) == 4
     with torch.no_grad():  # parameters changed in place: the next replay uses them
         for p in agent.parameters():
