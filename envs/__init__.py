@@ -6,10 +6,11 @@
   that understands next-step autoreset, time-limit ends and episodic life.
 * :mod:`envs.normalize`     -- running mean/std observation and reward
   normalisation on tensors (no per-env Python wrappers).
+* :mod:`envs.synthetic`     -- random rollouts without environments (``--synthetic``).
 """
 
 from envs.episode_stats import EpisodeStats
-from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs
+from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs, spec_info
 from envs.normalize import ObsNormalizer, RewardNormalizer, RunningMeanStd
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "UnknownEnvError",
     "env_family",
     "make_envs",
+    "spec_info",
 ]

@@ -9,4 +9,8 @@ One job per module:
 * :mod:`rltrain.logger`     -- console progress bar, JSONL, TensorBoard, wandb.
 * :mod:`rltrain.checkpoint` -- atomic checkpoint save / load.
 * :mod:`rltrain.rollout`    -- preallocated time-major rollout storage, pinned H2D staging.
+* :mod:`rltrain.credit`     -- the trainers' credit-assignment calls: backends by name, taking
+  turns, checked against the reference, timed, shadowed by a baseline (live Amdahl).
+* :mod:`rltrain.study`      -- the speedup study's arithmetic and tables; :mod:`rltrain.study_plots`
+  its figures.
 """
