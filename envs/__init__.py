@@ -1,4 +1,4 @@
-"""Environment construction and host/tensor-side utilities around EnvPool.
+"""Environment construction and host/tensor-side helpers around EnvPool.
 
 * :mod:`envs.make`          -- ``make_envs``: EnvPool (Gymnasium API) with the
   standard per-family preprocessing; unknown ids fail with close matches.
@@ -8,11 +8,12 @@
   normalisation on tensors (no per-env Python wrappers).
 * :mod:`envs.groups`        -- N envs as K EnvPools stepped in turn (send / recv),
   so env stepping overlaps the device's work on the other groups.
+* :mod:`envs.synthetic`     -- random rollouts without environments (``--synthetic``).
 """
 
 from envs.episode_stats import EpisodeStats
 from envs.groups import EnvGroups, default_env_groups
-from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs
+from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs, spec_info
 from envs.normalize import ObsNormalizer, RewardNormalizer, RunningMeanStd
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "default_env_groups",
     "env_family",
     "make_envs",
+    "spec_info",
 ]

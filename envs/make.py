@@ -31,7 +31,7 @@ with warnings.catch_warnings():  # gymnasium: "Box low's precision lowered" whil
 from rltrain.config import ConfigError, close_matches
 from rltrain.runtime import num_cores
 
-__all__ = ["EnvInfo", "UnknownEnvError", "env_family", "make_envs", "ATARI_KWARGS"]
+__all__ = ["EnvInfo", "UnknownEnvError", "env_family", "make_envs", "spec_info", "ATARI_KWARGS"]
 
 ATARI_KWARGS = dict(
     img_height=84, img_width=84, stack_num=4, episodic_life=True, reward_clip=True, noop_max=30
@@ -102,19 +102,39 @@ def make_envs(
         raise ConfigError(f"EnvPool batch_size must be in [1, num_envs={num_envs}], got {batch_size}")
     family = env_family(env_id)
     threads = num_threads if num_threads > 0 else min(num_cores(), num_envs)
-    opts = dict(ATARI_KWARGS) if family == "atari" else {}
-    opts.update(kwargs)
+    opts = _family_options(family, kwargs)
     with warnings.catch_warnings():  # gymnasium: "Box low's precision lowered" for float64 MuJoCo spaces
         warnings.simplefilter("ignore", UserWarning)
         envs = envpool.make(
             env_id, env_type="gymnasium", num_envs=num_envs, batch_size=batch_size or num_envs,
             num_threads=threads, seed=seed, **opts,
         )
+        obs_space, act_space = envs.observation_space, envs.action_space
+    return envs, _env_info(env_id, family, num_envs, threads, obs_space, act_space)
+
+
+def spec_info(env_id: str, num_envs: int, **kwargs: Any) -> EnvInfo:
+    """The :class:`EnvInfo` that ``make_envs(env_id, num_envs, ...)`` would return, read from EnvPool's
+    spec: no environment is created (``--synthetic`` runs).  ``num_threads`` is 0 (none run)."""
+    if num_envs < 1:
+        raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
+    family = env_family(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        obs_space, act_space = envs.observation_space, envs.action_space
+        spec = envpool.make_spec(env_id, num_envs=num_envs, **_family_options(family, kwargs))
+        obs_space, act_space = spec.gymnasium_observation_space, spec.gymnasium_action_space
+    return _env_info(env_id, family, num_envs, 0, obs_space, act_space)
+
+
+def _family_options(family: str, overrides: dict) -> dict:
+    opts = dict(ATARI_KWARGS) if family == "atari" else {}
+    opts.update(overrides)
+    return opts
+
+
+def _env_info(env_id: str, family: str, num_envs: int, threads: int, obs_space, act_space) -> EnvInfo:
     discrete = isinstance(act_space, gym.spaces.Discrete)
-    info = EnvInfo(
+    return EnvInfo(
         env_id=env_id,
         family=family,
         num_envs=num_envs,
@@ -127,4 +147,3 @@ def make_envs(
         action_low=None if discrete else np.asarray(act_space.low, dtype=np.float32),
         action_high=None if discrete else np.asarray(act_space.high, dtype=np.float32),
     )
-    return envs, info

@@ -81,7 +81,8 @@ def _capture_on(device: torch.device, call: Callable[[], Outputs]):
             call()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: other threads (a trainer's actor threads) keep stepping their own streams
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             outputs = call()
     return graph, outputs
 

@@ -22,7 +22,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from tqdm.auto import tqdm
 
@@ -59,6 +59,8 @@ class Logger:
         track: bool = False,
         wandb_project: str = "rltrain",
         wandb_entity: Optional[str] = None,
+        wandb_group: Optional[str] = None,
+        wandb_tags: Optional[Sequence[str]] = None,
         run_name: Optional[str] = None,
         tensorboard: bool = True,
         console: bool = True,
@@ -81,6 +83,8 @@ class Logger:
             self._wandb = wandb.init(
                 project=wandb_project,
                 entity=wandb_entity,
+                group=wandb_group,
+                tags=list(wandb_tags) if wandb_tags else None,
                 name=run_name or self.run_dir.name,
                 config=dict(config),
                 dir=str(self.run_dir),

@@ -24,6 +24,7 @@ import torch
 
 from rltrain.checkpoint import load_checkpoint, save_checkpoint
 from rltrain.config import ConfigError, parse_args
+from rltrain.credit import CreditMismatchError
 from rltrain.logger import Logger
 from rltrain.losses import NonFiniteLossError
 from rltrain.runtime import make_run_dir
@@ -35,7 +36,7 @@ A = TypeVar("A")
 
 RECENT_EPISODES = 100  # the window of charts/avg_episodic_return
 
-EXIT_CODES: Dict[type, int] = {ConfigError: 2, NonFiniteLossError: 3}
+EXIT_CODES: Dict[type, int] = {ConfigError: 2, NonFiniteLossError: 3, CreditMismatchError: 5}
 
 
 def _flag_value(argv: Sequence[str], flag: str) -> Optional[str]:

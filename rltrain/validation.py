@@ -86,6 +86,11 @@ def non_negative() -> Rule:
     return Rule(">= 0", lambda v: _is_real(v) and v >= 0)
 
 
+def sizes() -> Rule:
+    """A non-empty sequence of integers ``>= 1`` (layer widths)."""
+    return Rule("one or more integers >= 1", lambda v: len(v) > 0 and all(_is_int(x) and x >= 1 for x in v))
+
+
 def optional(rule: Rule) -> Rule:
     """``rule``, or unset (``None``)."""
     return Rule(f"{rule.requirement} (or unset)", lambda v: v is None or rule.holds(v))
@@ -145,7 +150,8 @@ for _field, _rule in {
     "ent_coef": non_negative(),
     "vf_coef": non_negative(),
     "max_grad_norm": greater_than(0),
-    "amdahl_k": greater_than(0),
+    "ca_shadow_every": at_least(0),
+    "hidden_sizes": sizes(),
     # ----------------------------------------------------------------------------- PPO
     "gae_lambda": between(0, 1),
     "clip_coef": greater_than(0),

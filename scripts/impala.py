@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Tuple
 
 import numpy as np
 import torch
@@ -34,11 +34,12 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
 
-import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
-from envs import make_envs  # noqa: E402
+from envs import make_envs, spec_info  # noqa: E402
+from envs.synthetic import SyntheticPool, random_trajectory  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
+from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
@@ -46,7 +47,7 @@ from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
-from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
+from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
 
@@ -102,7 +103,7 @@ class Args(ExperimentArgs):
     pg_rho_bar: float = 1.0
     """clip of the importance weight in the policy gradient (V-trace pg_adv, ACER truncation)"""
     update_epochs: int = 1
-    """passes over each trajectory batch (V-trace is recomputed with the current critic each pass)"""
+    """passes over each trajectory batch"""
     num_minibatches: int = 1
     """minibatches of env columns per pass (must divide the learner batch width; 0: derived from --minibatch-size)"""
     minibatch_size: int = 0
@@ -116,11 +117,22 @@ class Args(ExperimentArgs):
     """critic loss coefficient"""
     max_grad_norm: float = 0.5
     """gradient clipping norm"""
-    ca_backend: Literal["auto", "triton", "compile", "loop"] = "auto"
-    """V-trace / Retrace implementation. triton: the fused kernel API (on CPU it runs its PyTorch path);
-    compile / loop: the benchmark's baselines; auto: triton, or loop on CPU under TRITON_INTERPRET=1"""
-    amdahl_k: float = 10.0
-    """kernel speedup k for the logged Amdahl prediction 1/((1-s)+s/k)"""
+    ca_backend: str = "auto"
+    """V-trace / Retrace implementation. triton: the fused kernel API (on CPU it runs its PyTorch path); captured:
+    the fused kernel replayed from a CUDA graph; compile / loop / sequential: the benchmark's baselines; auto: triton,
+    or loop on CPU under TRITON_INTERPRET=1. Several, comma-separated (loop,compile,triton), take turns by update"""
+    ca_shadow_every: int = 50
+    """every M updates also time --ca-shadow-backend on the same batches (not used for the update) and log
+    perf/ca_kernel_speedup, perf/ca_share, perf/amdahl_predicted_speedup (0: never)"""
+    ca_shadow_backend: str = "loop"
+    """the baseline that --ca-shadow-every times"""
+    advantage_recompute: Literal["once", "epoch", "minibatch"] = "minibatch"
+    """V-trace / Retrace targets with the current critic: once per batch before the update, before every epoch,
+    or before every minibatch (with the minibatch's own forward pass)"""
+    hidden_sizes: Tuple[int, ...] = (64, 64)
+    """hidden layer sizes of the MLP agent's actor and critic torsos"""
+    synthetic: bool = False
+    """no environments or actors: learn every update from one random trajectory batch (for timing studies)"""
     stop_at_return: Optional[float] = None
     """stop early once the average return of the last 100 episodes reaches this (None: use the whole budget)"""
 
@@ -144,23 +156,28 @@ def main(args: Args) -> dict:
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
     seed_everything(args.seed, args.torch_deterministic)
-    backend = kernels.trainer_backend(args.ca_backend, device)
+    timer = PhaseTimer(device)
+    credit = CreditAssignment(args.ca_backend, device, timer, "learner/ca", shadow=args.ca_shadow_backend,
+                              shadow_every=args.ca_shadow_every)
 
     # ---------------------------------------------------------------- env (one async EnvPool per actor)
     env_list = []
-    for i in range(args.num_actors):
+    for i in range(0 if args.synthetic else args.num_actors):  # --synthetic: no environments, no actors
         envs, info = make_envs(args.env_id, width, args.seed + 10_000 * i, args.num_threads,
                                batch_size=args.env_batch_size or width)
         env_list.append(envs)
+    if args.synthetic:
+        info = spec_info(args.env_id, width)
     if args.correction == "retrace" and not info.discrete:
         raise ConfigError("--correction retrace needs a discrete action space (Q head); use vtrace")
     obs_dtype = torch.uint8 if info.obs_dtype == np.uint8 else torch.float32
     act_dtype = torch.long if info.discrete else torch.float32
 
     # ---------------------------------------------------------------- agent (learner) + optimizer
-    agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions,
+    agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions, hidden=args.hidden_sizes,
                        q_head=args.correction == "retrace").to(device)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5,
+                                 fused=device.type == "cuda")  # one launch per step instead of one per tensor
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda it: max(1.0 - it / num_updates, 0.0) if args.anneal_lr else 1.0)
 
@@ -172,7 +189,7 @@ def main(args: Args) -> dict:
     clock = TrainingClock(run.wall_s)  # training seconds, across --resume
     evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
                                     args.eval_greedy, args.num_threads) if args.eval_every else None
-    logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {backend.label} | "
+    logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {credit.label} | "
                  f"{args.num_actors} actor(s) x {width} envs (recv batch {args.env_batch_size or width}), "
                  f"learner batch {batch_envs} envs x T={T}, {num_updates} updates"
                  + (f" | resumed at update {start_update}" if run.resumed else ""))
@@ -197,48 +214,78 @@ def main(args: Args) -> dict:
                             discrete=info.discrete, action_low=info.action_low, action_high=info.action_high,
                             capture=args.cuda_graphs))
     interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks
-    pool = ActorPool(actors, traj_queue, stop, interrupt)
-    timer, table = PhaseTimer(device), PhaseTable()
+    if args.synthetic:
+        pool = SyntheticPool(random_trajectory(
+            agent, num_steps=T, num_envs=batch_envs, obs_shape=info.obs_shape, obs_dtype=obs_dtype,
+            action_shape=info.action_shape, action_dtype=act_dtype, device=device, seed=args.seed),
+            version=start_update, interrupt=interrupt)
+    else:
+        pool = ActorPool(actors, traj_queue, stop, interrupt)
+    tables = {name: PhaseTable() for name in credit.names}
     start_time, start_step = time.perf_counter(), global_step
     clock.start()
     update, in_update, interrupted = start_update, False, False
 
-    def loss_and_stats(mb, ret_stats: bool):
-        """V-trace or Retrace loss on a minibatch of env columns (time-major [T(+1), M])."""
+    def policy_and_critic(mb):
+        """The current policy and critic on env columns ``mb`` (time-major, T+1 observations: s_T
+        bootstraps): ``(logp, entropy, log_rhos, critic, probs)`` with log pi(a_t|s_t), its entropy and
+        log pi/mu (0 at invalid steps) [T, M], the critic's V [T+1, M] or Q [T+1, M, A], and pi(.|s_t)
+        [T+1, M, A] for a Q critic (else None)."""
         Tm, M = mb.actions.shape[:2]
-        with timer.phase("learner/forward"):
-            dist, critic = agent.dist_and_critic(mb.obs.flatten(0, 1))  # T+1 rows: s_T bootstraps
-            actions = torch.cat([mb.actions, mb.actions[-1:]]).flatten(0, 1)
-            logp = dist.log_prob(actions).view(Tm + 1, M)[:Tm]
-            entropy = dist.entropy().view(Tm + 1, M)[:Tm]
-            valid = mb.valid.float()
-            denom = valid.sum().clamp_min(1.0)
-            log_rhos = torch.where(mb.valid, logp.detach() - mb.logprobs, 0.0)
+        dist, critic = agent.dist_and_critic(mb.obs.flatten(0, 1))
+        actions = torch.cat([mb.actions, mb.actions[-1:]]).flatten(0, 1)
+        logp = dist.log_prob(actions).view(Tm + 1, M)[:Tm]
+        entropy = dist.entropy().view(Tm + 1, M)[:Tm]
+        log_rhos = torch.where(mb.valid, logp.detach() - mb.logprobs, 0.0)
+        probs = dist.probs.view(Tm + 1, M, -1) if args.correction == "retrace" else None
+        return logp, entropy, log_rhos, critic.view(Tm + 1, M, *critic.shape[1:]), probs
+
+    def assign_credit(mb, log_rhos, critic, probs):
+        """``(value targets, policy-gradient advantages)`` [T, M] of env columns ``mb`` from the critic's
+        output on them (``policy_and_critic``): V-trace's vs and pg_adv, or Retrace's Q targets and ACER's
+        truncated importance weight times (Q_ret - V) on the behaviour action.  The estimator call is
+        timed as phase "learner/ca"."""
+        Tm = mb.actions.shape[0]
+        critic = critic.detach()
+        with torch.no_grad():
             if args.correction == "vtrace":
-                values = critic.view(Tm + 1, M)
-            else:
-                q = critic.view(Tm + 1, M, -1)
-                probs = dist.probs.view(Tm + 1, M, -1)
-                q_taken = q[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
-                with torch.no_grad():
-                    expected_next_q = (probs[1:] * q[1:]).sum(-1)   # E_pi Q(s_{t+1}, .)
-                    state_value = (probs[:Tm] * q[:Tm]).sum(-1)     # V(s_t) = E_pi Q(s_t, .)
-        with timer.phase("learner/ca"), torch.no_grad():
-            if args.correction == "vtrace":
-                vs, pg_adv = backend.vtrace(
-                    mb.rewards, values[:Tm].detach(), log_rhos, mb.terminated, values[Tm].detach(),
+                vs, pg_adv = credit.vtrace(
+                    mb.rewards, critic[:Tm], log_rhos, mb.terminated, critic[Tm],
                     truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda,
                     rho_bar=args.rho_bar, c_bar=args.c_bar, pg_rho_bar=args.pg_rho_bar)
-                target, adv = vs.float(), pg_adv.float()
-            else:
-                q_ret = backend.retrace(
-                    mb.rewards, q_taken.detach(), expected_next_q, log_rhos, mb.terminated,
-                    truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda, c_bar=args.c_bar).float()
-                # ACER: truncated importance weight times (Q_ret - V) on the behaviour action
-                adv = log_rhos.exp().clamp(max=args.pg_rho_bar) * (q_ret - state_value)
-                target = q_ret
+                return vs.float(), pg_adv.float()
+            with timer.phase("learner/forward"):
+                q_taken = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
+                expected_next_q = (probs[1:] * critic[1:]).sum(-1)   # E_pi Q(s_{t+1}, .)
+                state_value = (probs[:Tm] * critic[:Tm]).sum(-1)     # V(s_t) = E_pi Q(s_t, .)
+            q_ret = credit.retrace(
+                mb.rewards, q_taken, expected_next_q, log_rhos, mb.terminated,
+                truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda, c_bar=args.c_bar).float()
+            with timer.phase("learner/forward"):
+                return q_ret, log_rhos.exp().clamp(max=args.pg_rho_bar) * (q_ret - state_value)
+
+    def batch_targets(traj):
+        """Targets and advantages of the whole batch with the current policy and critic, before its
+        minibatches (--advantage-recompute once / epoch): one forward pass without gradients."""
+        with timer.phase("learner/value_recompute"), torch.no_grad():
+            _, _, log_rhos, critic, probs = policy_and_critic(traj)
+        return assign_credit(traj, log_rhos, critic, probs)
+
+    def loss_and_stats(mb, ret_stats: bool, targets=None):
+        """V-trace or Retrace loss on a minibatch of env columns (time-major [T(+1), M]); ``targets``:
+        its (value targets, advantages) from ``batch_targets``, or None to compute them from this
+        minibatch's forward pass (--advantage-recompute minibatch)."""
+        Tm = mb.actions.shape[0]
         with timer.phase("learner/forward"):
-            pred = values[:Tm] if args.correction == "vtrace" else q_taken
+            logp, entropy, log_rhos, critic, probs = policy_and_critic(mb)
+            valid = mb.valid.float()
+            denom = valid.sum().clamp_min(1.0)
+        target, adv = assign_credit(mb, log_rhos, critic, probs) if targets is None else targets
+        with timer.phase("learner/forward"):
+            if args.correction == "vtrace":
+                pred = critic[:Tm]
+            else:
+                pred = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
             if args.norm_adv:
                 mean = masked_mean(adv, valid, denom)
                 adv = (adv - mean) / (masked_mean((adv - mean).square(), valid, denom).sqrt() + 1e-8)
@@ -264,6 +311,7 @@ def main(args: Args) -> dict:
         pool.start()
         for update in range(start_update + 1, num_updates + 1):
             t_iter = time.perf_counter()
+            credit.start_iteration(update)
             # -------------------------------------------------------- get a trajectory batch (queue wait)
             t0 = time.perf_counter()
             traj = pool.get()
@@ -277,12 +325,18 @@ def main(args: Args) -> dict:
             # -------------------------------------------------------- update(s) on the batch
             in_update = True
             mb_stats = []
+            whole_batch = args.advantage_recompute != "minibatch"
             for epoch in range(args.update_epochs):
                 perm = (torch.randperm(batch_envs, device=device) if num_minibatches > 1
                         else torch.arange(batch_envs, device=device))
-                for cols in perm.view(num_minibatches, minibatch_width):
+                for i, cols in enumerate(perm.view(num_minibatches, minibatch_width)):
+                    if whole_batch and targets_due(args.advantage_recompute, epoch, i):
+                        targets = batch_targets(traj)
                     mb = traj.columns(cols) if num_minibatches > 1 else traj
-                    loss, stats = loss_and_stats(mb, ret_stats=epoch == 0)
+                    mb_targets = None
+                    if whole_batch:
+                        mb_targets = [t[:, cols] for t in targets] if num_minibatches > 1 else targets
+                    loss, stats = loss_and_stats(mb, ret_stats=epoch == 0, targets=mb_targets)
                     if stats is not None:
                         mb_stats.append(stats)
                     with timer.phase("learner/backward"):
@@ -327,8 +381,7 @@ def main(args: Args) -> dict:
                 "perf/learner_queue_wait_s": learner_wait, "perf/actor_queue_wait_s": a_wait,
                 "perf/ca_share_update": ca / (ca + upd) if ca + upd > 0 else 0.0,
                 "perf/ca_share_iteration": ca / wall,
-                "perf/amdahl_speedup": amdahl_speedup(ca / wall, args.amdahl_k),
-                "perf/amdahl_k": args.amdahl_k,
+                **credit.end_iteration(secs, wall),
                 **{f"perf/{k}_s": s for k, s in {**groups, **secs}.items()},
                 **{f"perf/{k}_s": s for k, s in a_secs.items()},
             }
@@ -345,7 +398,7 @@ def main(args: Args) -> dict:
                     metrics.update(evaluation(agent))
             logger.log({"charts/iteration": update, **metrics}, global_step)
             logger.progress(sps=metrics["charts/SPS"], ret=metrics.get("charts/avg_episodic_return"))
-            table.add({**secs, "learner/queue_wait": learner_wait}, wall)
+            tables[credit.name].add({**secs, "learner/queue_wait": learner_wait}, wall)
 
             if args.checkpoint_every and update % args.checkpoint_every == 0:
                 checkpoint(run_dir / "checkpoints" / "latest.pt", update)
@@ -371,13 +424,14 @@ def main(args: Args) -> dict:
     if args.save_model and not interrupted:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_updates)
     avg_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
-    logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend {backend.label}):\n"
-                 f"{table.format()}")
+    for name, table in tables.items():
+        logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend {credit.labels[name]}):\n"
+                     f"{table.format()}")
     logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
-            "iterations": table.iterations, "interrupted": interrupted}
+            "iterations": sum(table.iterations for table in tables.values()), "interrupted": interrupted}
 
 
 def cli(argv: Optional[list] = None) -> Args:

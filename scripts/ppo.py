@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Tuple
 
 import numpy as np
 import torch
@@ -32,19 +32,20 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
 
-import kernels  # noqa: E402
 from agents import make_agent  # noqa: E402
-from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups  # noqa: E402
+from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups, spec_info  # noqa: E402
+from envs.synthetic import fill_rollout  # noqa: E402
 from rltrain.collector import RolloutCollector  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402,F401 -- ConfigError: what main raises for bad input
+from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
 from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
-from rltrain.rollout import minibatch_indices  # noqa: E402
+from rltrain.rollout import RolloutBuffer, minibatch_indices  # noqa: E402
 from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
-from rltrain.timers import PhaseTable, PhaseTimer, amdahl_speedup, group_totals  # noqa: E402
+from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
 
@@ -106,11 +107,21 @@ class Args(ExperimentArgs):
     """gradient clipping norm"""
     target_kl: Optional[float] = None
     """stop the epochs early above this approx KL (costs one sync per epoch)"""
-    ca_backend: Literal["auto", "triton", "compile", "loop"] = "auto"
-    """GAE implementation. triton: the fused kernel API (on CPU it runs its PyTorch path);
-    compile / loop: the benchmark's baselines; auto: triton, or loop on CPU under TRITON_INTERPRET=1"""
-    amdahl_k: float = 10.0
-    """kernel speedup k for the logged Amdahl prediction 1/((1-s)+s/k)"""
+    ca_backend: str = "auto"
+    """GAE implementation. triton: the fused kernel API (on CPU it runs its PyTorch path); captured: the fused
+    kernel replayed from a CUDA graph; compile / loop / sequential: the benchmark's baselines; auto: triton,
+    or loop on CPU under TRITON_INTERPRET=1. Several, comma-separated (loop,compile,triton), take turns by iteration"""
+    ca_shadow_every: int = 50
+    """every M iterations also time --ca-shadow-backend on the same batch (not used for the update) and log
+    perf/ca_kernel_speedup, perf/ca_share, perf/amdahl_predicted_speedup (0: never)"""
+    ca_shadow_backend: str = "loop"
+    """the baseline that --ca-shadow-every times"""
+    advantage_recompute: Literal["once", "epoch", "minibatch"] = "once"
+    """GAE once with the rollout's values, or again with the current critic before every epoch / minibatch"""
+    hidden_sizes: Tuple[int, ...] = (64, 64)
+    """hidden layer sizes of the MLP agent's actor and critic torsos"""
+    synthetic: bool = False
+    """no environments: learn every iteration from one random rollout (for timing studies)"""
     compile: bool = False
     """torch.compile the minibatch loss (forward and, through it, backward)"""
 
@@ -127,20 +138,25 @@ def main(args: Args) -> dict:
     device = select_device(args.cuda)
     set_torch_threads(args.torch_threads, device)
     seed_everything(args.seed, args.torch_deterministic)
-    backend = kernels.trainer_backend(args.ca_backend, device)
-    gae = backend.gae
+    timer = PhaseTimer(device)
+    credit = CreditAssignment(args.ca_backend, device, timer, "ca", shadow=args.ca_shadow_backend,
+                              shadow_every=args.ca_shadow_every)
 
     # ---------------------------------------------------------------- env (groups stepped in turn)
-    envs = EnvGroups(args.env_id, args.num_envs, default_env_groups(args.env_groups, args.num_envs, device),
-                     args.seed, args.num_threads)
-    info = envs.info
+    if args.synthetic:  # no environments: one random rollout, filled in below
+        envs, info = None, spec_info(args.env_id, args.num_envs)
+    else:
+        envs = EnvGroups(args.env_id, args.num_envs, default_env_groups(args.env_groups, args.num_envs, device),
+                         args.seed, args.num_threads)
+        info = envs.info
     N, T = args.num_envs, args.num_steps
     obs_norm = ObsNormalizer(info.obs_shape, device) if args.norm_obs else None
     rew_norm = RewardNormalizer(N, device, gamma=args.gamma) if args.norm_reward else None
 
     # ---------------------------------------------------------------- agent
-    agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions).to(device)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions, hidden=args.hidden_sizes).to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5,
+                                 fused=device.type == "cuda")  # one launch per step instead of one per tensor
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda it: max(1.0 - it / num_iterations, 0.0) if args.anneal_lr else 1.0)
 
@@ -152,8 +168,9 @@ def main(args: Args) -> dict:
     clock = TrainingClock(run.wall_s)  # training seconds, across --resume
     evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
                                     args.eval_greedy, args.num_threads) if args.eval_every else None
-    logger.write(f"run folder {run_dir} | device {device} | GAE backend {backend.label} | "
-                 f"{N} envs ({envs.num_groups} group(s)) x {T} steps, {num_iterations} iterations" +
+    env_desc = "synthetic rollout" if args.synthetic else f"{envs.num_groups} group(s)"
+    logger.write(f"run folder {run_dir} | device {device} | GAE backend {credit.label} | "
+                 f"{N} envs ({env_desc}) x {T} steps, {num_iterations} iterations" +
                  (f" | resumed at iteration {start_iteration}" if run.resumed else ""))
 
     def checkpoint(path: Path, iteration: int) -> None:
@@ -161,10 +178,40 @@ def main(args: Args) -> dict:
                    run_dir=run_dir, wall_s=clock.seconds())
 
     # ---------------------------------------------------------------- storage + rollout collector
-    collector = RolloutCollector(envs, agent, T, device, obs_norm=obs_norm, rew_norm=rew_norm,
-                                 capture=args.cuda_graphs)
-    buf = collector.buf  # [T, N] on the device; a resumed run restarts its episodes
-    timer, table = PhaseTimer(device), PhaseTable()
+    if args.synthetic:  # the storage holds one random rollout, learned from every iteration
+        collector = None
+        buf = RolloutBuffer.allocate(T, N, info.obs_shape, torch.uint8 if info.obs_dtype == np.uint8 else torch.float32,
+                                     info.action_shape, torch.long if info.discrete else torch.float32, device)
+        bootstrap_obs = fill_rollout(buf, agent, seed=args.seed)
+        with torch.no_grad():
+            bootstrap_value = agent.get_value(bootstrap_obs)
+    else:
+        collector = RolloutCollector(envs, agent, T, device, obs_norm=obs_norm, rew_norm=rew_norm,
+                                     capture=args.cuda_graphs)
+        buf = collector.buf  # [T, N] on the device; a resumed run restarts its episodes
+        bootstrap_obs, bootstrap_value = collector.storage.obs[T], collector.bootstrap_value  # s_T, V(s_T)
+    tables = {name: PhaseTable() for name in credit.names}
+    values_now = torch.zeros_like(buf.values)  # --advantage-recompute: the current critic's V(s_t), V(s_T)
+    bootstrap_now = torch.zeros(N, device=device)
+    recompute_rows = max(minibatch_size, 1 << 16)  # rows per forward pass: few launches, bounded memory
+    credit.pin(buf.rewards, buf.values, buf.terminated, buf.truncated, bootstrap_value, values_now, bootstrap_now)
+
+    def gae(values: torch.Tensor, bootstrap: torch.Tensor):
+        """GAE of the rollout in storage with the critic's ``values`` [T, N] and ``bootstrap`` V(s_T) [N],
+        timed as phase "ca"."""
+        with torch.no_grad():
+            return credit.gae(buf.rewards, values, buf.terminated, bootstrap, truncated=buf.truncated,
+                              gamma=args.gamma, lam=args.gae_lambda)
+
+    def recompute_advantages():
+        """GAE again, with the current critic's values of the whole rollout (--advantage-recompute)."""
+        with timer.phase("update/value_recompute"), torch.no_grad():
+            flat_obs, flat_values = buf.obs.flatten(0, 1), values_now.view(-1)
+            for rows in range(0, batch_size, recompute_rows):
+                flat_values[rows:rows + recompute_rows] = agent.get_value(flat_obs[rows:rows + recompute_rows])
+            bootstrap_now.copy_(agent.get_value(bootstrap_obs))
+        return gae(values_now, bootstrap_now)
+
     start_time, start_step = time.perf_counter(), global_step
     clock.start()
 
@@ -201,18 +248,17 @@ def main(args: Args) -> dict:
 
     for iteration in range(start_iteration + 1, num_iterations + 1):
         t_iter = time.perf_counter()
+        credit.start_iteration(iteration)
         global_step += batch_size
 
         # ------------------------------------------------------------ rollout
-        with torch.inference_mode():  # T steps of every env with the current parameters
-            ep_returns, ep_lengths = collector.collect(timer)
-        bootstrap_value = collector.bootstrap_value  # V(s_T); the final obs if step T-1 ended
+        ep_returns, ep_lengths = [], []
+        if collector is not None:
+            with torch.inference_mode():  # T steps of every env with the current parameters
+                ep_returns, ep_lengths = collector.collect(timer)  # and V(s_T) into bootstrap_value
 
         # ------------------------------------------------------------ credit assignment (GAE)
-        with timer.phase("ca"), torch.no_grad():
-            advantages, returns = gae(buf.rewards, buf.values, buf.terminated, bootstrap_value,
-                                      truncated=buf.truncated, gamma=args.gamma, lam=args.gae_lambda)
-            advantages, returns = advantages.float(), returns.float()
+        advantages, returns = gae(buf.values, bootstrap_value)
 
         # ------------------------------------------------------------ update
         with timer.phase("update/forward"):
@@ -222,7 +268,10 @@ def main(args: Args) -> dict:
         for epoch in range(args.update_epochs):
             with timer.phase("update/forward"):
                 minibatches = minibatch_indices(batch_size, minibatch_size, device)
-            for mb in minibatches:
+            for i, mb in enumerate(minibatches):
+                if (epoch or i) and targets_due(args.advantage_recompute, epoch, i):
+                    advantages, returns = recompute_advantages()
+                    b["advantages"], b["returns"] = advantages.reshape(-1), returns.reshape(-1)
                 with timer.phase("update/forward"):
                     loss, mb_stat, approx_kl = loss_fn(b, b_valid, mb)
                     mb_stats.append(mb_stat)
@@ -254,7 +303,6 @@ def main(args: Args) -> dict:
         recent_returns.extend(ep_returns)
         groups = group_totals(secs)
         ca, upd = groups.get("ca", 0.0), groups.get("update", 0.0)
-        share_iter = ca / wall
         metrics = {
             "charts/learning_rate": optimizer.param_groups[0]["lr"],
             "charts/SPS": (global_step - start_step) / (time.perf_counter() - start_time),
@@ -264,9 +312,8 @@ def main(args: Args) -> dict:
             "losses/clipfrac": cf, "losses/explained_variance": explained_var,
             "perf/iteration_s": wall, "perf/iteration_sps": batch_size / wall,
             "perf/ca_share_update": ca / (ca + upd) if ca + upd > 0 else 0.0,
-            "perf/ca_share_iteration": share_iter,
-            "perf/amdahl_speedup": amdahl_speedup(share_iter, args.amdahl_k),
-            "perf/amdahl_k": args.amdahl_k,
+            "perf/ca_share_iteration": ca / wall,
+            **credit.end_iteration(secs, wall),
             **{f"perf/{k}_s": s for k, s in {**groups, **secs}.items()},
         }
         if ep_returns:
@@ -279,7 +326,7 @@ def main(args: Args) -> dict:
                 metrics.update(evaluation(agent, obs_norm))
         logger.log({"charts/iteration": iteration, **metrics}, global_step)
         logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
-        table.add(secs, wall)
+        tables[credit.name].add(secs, wall)
 
         if args.checkpoint_every and iteration % args.checkpoint_every == 0:
             checkpoint(run_dir / "checkpoints" / "latest.pt", iteration)
@@ -287,14 +334,16 @@ def main(args: Args) -> dict:
     if args.save_model:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_iterations)
     avg_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
-    logger.write(f"\nphase table ({table.iterations} iterations, GAE backend {backend.label}):\n{table.format()}")
+    for name, table in tables.items():
+        logger.write(f"\nphase table ({table.iterations} iterations, GAE backend {credit.labels[name]}):\n"
+                     f"{table.format()}")
     logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()
-    envs.close()
+    envs.close() if envs is not None else None
     evaluation.close() if evaluation is not None else None
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
-            "iterations": table.iterations}
+            "iterations": sum(table.iterations for table in tables.values())}
 
 
 def cli(argv: Optional[list] = None) -> Args:

@@ -59,3 +59,36 @@ def test_capture_names_what_it_cannot_capture():
         kernels.capture("gae", torch.zeros(4, 2))
     with pytest.raises(ValueError, match="no tensors"):
         kernels.capture(lambda gamma: gamma, gamma=0.9)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA: CUDA graphs")
+def test_capture_while_another_thread_steps_its_own_stream():
+    """A trainer's actor threads keep running inference and copying actions to the host while the
+    learner captures: the capture is thread-local, so neither side fails."""
+    import threading
+
+    stop, errors = threading.Event(), []
+
+    def actor():
+        try:
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                x = torch.randn(256, 64, device="cuda")
+                while not stop.is_set():
+                    (x @ x.T).sum().cpu()  # a kernel, an allocation and a synchronising copy
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    thread = threading.Thread(target=actor)
+    thread.start()
+    try:
+        for seed in range(5):
+            case = make_inputs("gae", 128, 64, seed=seed)
+            captured = kernels.capture(kernels.gae, *case.args, **case.kwargs)
+            for got, expected in zip(as_tuple(captured()), call(kernels, case)):
+                assert torch.equal(got, expected)
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors
