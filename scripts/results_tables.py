@@ -35,6 +35,7 @@ NAMES = {"gae": "GAE", "vtrace": "V-trace", "retrace": "Retrace", "lambda_return
          "episodic_prefix_sum": "episodic prefix sum", "linear_scan": "`linear_scan`"}
 LAYOUTS = {"tn": "`[T, N]`", "nt": "`[N, T]`"}
 # (estimator, N, T, layout) of the README's rows
+CORE_ESTIMATORS = ("gae", "vtrace", "retrace")
 README_KERNEL_CELLS = [("gae", 4096, 128, "tn"), ("gae", 4096, 128, "nt"), ("vtrace", 4096, 128, "tn"),
                        ("gae", 4096, 16, "tn"), ("gae", 512, 8192, "tn"), ("gae", 8192, 4096, "tn"),
                        ("gae", 16, 1048576, "tn")]
@@ -78,6 +79,8 @@ def kernels_table(path: Path, cells: str = "all") -> str:
     keys = list(by_cell)
     if cells == "readme":
         keys = [k for c in README_KERNEL_CELLS for k in keys if k[:4] == c and k[4] == "f32"]
+    elif cells == "core":  # the estimators the trainers call; the results file holds the others
+        keys = [k for k in keys if k[0] in CORE_ESTIMATORS]
     lines = [machine(data["meta"]), ""]
     if cells == "readme":
         lines += ["| estimator | N x T | fused device | fused full call | fused captured call | sequential | "
@@ -110,6 +113,8 @@ def rl_triton_table(path: Path, cells: str = "all") -> str:
     for r in data["rows"]:
         by_cell.setdefault((r["estimator"], r["N"], r["T"]), {})[r["truncations"]] = r
     keys = [c for c in README_RL_TRITON_CELLS if c in by_cell] if cells == "readme" else list(by_cell)
+    if cells == "core":
+        keys = [k for k in keys if k[0] in CORE_ESTIMATORS]
 
     def pair(row, method):
         if row is None or method not in row:
@@ -150,7 +155,8 @@ def table_parser() -> argparse.ArgumentParser:
     for name in TABLES:
         t = sub.add_parser(name, help=f"the {name} table of a results file")
         t.add_argument("path", help="results file (.json), relative to the repository root or absolute")
-        t.add_argument("--cells", choices=["all", "readme"], default="all", help="every cell, or the README's few")
+        t.add_argument("--cells", choices=["all", "core", "readme"], default="all",
+                       help="every cell; core: GAE, V-trace and Retrace; readme: the README's few")
     for name, what in (("update", "rewrite the generated tables in place"), ("check", "exit 1 where a table differs")):
         t = sub.add_parser(name, help=what)
         t.add_argument("docs", nargs="+", help="Markdown files with generated tables")
