@@ -143,10 +143,23 @@ def trainer_table(path: Path, cells: str = "all") -> str:
     """The trainer benchmark's tables (``scripts/bench_trainer.py``): steps/s against raw EnvPool per
     run, and each case's phase table, before and after side by side."""
     import bench_trainer  # its runs import EnvPool and the trainers' packages: only when asked for
-    return bench_trainer.markdown(json.loads(path.read_text()))
+    text = bench_trainer.markdown(json.loads(path.read_text()))
+    return text.split("\n\n**")[0] if cells == "readme" else text  # readme: the steps/s table alone
 
 
-TABLES = {"kernels": kernels_table, "rl-triton": rl_triton_table, "trainer": trainer_table}
+def study_table(path: Path, cells: str = "all") -> str:
+    """The speedup study's tables (``scripts/speedup_study.py``): measured (predicted) end-to-end speedup
+    of every backend at every point; with ``--cells all`` also each backend's times, share, k and check."""
+    from rltrain.study import compact_table, markdown_table
+    data = json.loads(path.read_text())
+    meta = data["meta"]
+    lines = [machine(meta), "", compact_table(data["records"])]
+    if cells == "all":
+        lines += ["", markdown_table(data["records"])]
+    return "\n".join(lines)
+
+
+TABLES = {"kernels": kernels_table, "rl-triton": rl_triton_table, "trainer": trainer_table, "study": study_table}
 
 
 def table_parser() -> argparse.ArgumentParser:
