@@ -111,6 +111,7 @@ class TrajectoryAssembler:
         self.truncated = torch.zeros((T, N), **b)
         self.valid = torch.ones((T, N), **b)
         self.versions = torch.zeros((T, N), dtype=torch.long, device=self.device)
+        self._version = torch.zeros((), dtype=torch.long, device=self.device)
         self.last_done = torch.zeros(N, **b)  # the env's previous step ended an episode
         self.pos = np.zeros(N, dtype=np.int64)  # host: next obs row of each env's chain
         self._pending: List[Trajectory] = []
@@ -179,5 +180,6 @@ class TrajectoryAssembler:
         self.actions[rows, ids] = action.to(self.actions.dtype)
         self.logprobs[rows, ids] = logprob.float()
         self.valid[rows, ids] = ~self.last_done[ids]
-        self.versions[rows, ids] = version
+        self._version.fill_(version)  # a device scalar: the write below costs no host-to-device copy
+        self.versions[rows, ids] = self._version
         self.pos[env_ids] = p + 1

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import queue as queue_mod
+import sys
 import threading
 import time
 import traceback
@@ -208,11 +209,16 @@ class Actor(threading.Thread):
 
 
 class ActorPool:
-    """Starts the actors and serves their batches to the learner; see the module docstring."""
+    """Starts the actors and serves their batches to the learner; see the module docstring.
+
+    ``stall_timeout_s``: a :meth:`get` that waits this long for a batch while the actors are alive
+    raises :class:`ActorError` with each actor's steps and the stack it is stuck in, so a stalled actor
+    ends the run with a diagnosis instead of a learner waiting forever (``None``: wait forever)."""
 
     def __init__(self, actors: List[Actor], out: "queue_mod.Queue[Trajectory]", stop: threading.Event,
-                 interrupt: Optional[GracefulInterrupt] = None):
+                 interrupt: Optional[GracefulInterrupt] = None, stall_timeout_s: Optional[float] = None):
         self.actors, self.queue, self.stop, self.interrupt = actors, out, stop, interrupt
+        self.stall_timeout_s = stall_timeout_s
         self.started = False
 
     def start(self) -> None:
@@ -232,6 +238,7 @@ class ActorPool:
         A Ctrl-C recorded by ``interrupt`` is raised here as ``KeyboardInterrupt``, outside the
         queue's locking (see :mod:`rltrain.interrupt`).
         """
+        waited_since = time.monotonic()
         while True:
             if self.interrupt is not None:
                 self.interrupt.check()
@@ -244,6 +251,19 @@ class ActorPool:
                 if not any(a.is_alive() for a in self.actors):
                     self.check()
                     raise ActorError("all actors exited")
+                if self.stall_timeout_s is not None and time.monotonic() - waited_since > self.stall_timeout_s:
+                    raise ActorError(f"no trajectory batch from the actors in {self.stall_timeout_s:g} s "
+                                     f"(--actor-timeout-s); where each actor is:\n{self.stacks()}")
+
+    def stacks(self) -> str:
+        """Each live actor's step count and current Python stack."""
+        frames = sys._current_frames()
+        out = []
+        for a in self.actors:
+            frame = frames.get(a.ident) if a.ident is not None else None
+            stack = "".join(traceback.format_stack(frame)) if frame is not None else "  (not running)\n"
+            out.append(f"actor {a.actor_id} ({a.steps} env steps):\n{stack}")
+        return "".join(out)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Stop and join the actors (drains the queue so no put blocks); never hangs."""

@@ -168,6 +168,7 @@ for _field, _rule in {
     "c_bar": greater_than(0),
     "pg_rho_bar": greater_than(0),
     "stop_at_return": optional(finite()),
+    "actor_timeout_s": greater_than(0),
 }.items():
     register(_field, _rule)
 

@@ -135,6 +135,8 @@ class Args(ExperimentArgs):
     """no environments or actors: learn every update from one random trajectory batch (for timing studies)"""
     stop_at_return: Optional[float] = None
     """stop early once the average return of the last 100 episodes reaches this (None: use the whole budget)"""
+    actor_timeout_s: float = 300.0
+    """stop with an error (exit 4, each actor's stack printed) when the learner gets no batch for this long"""
 
     def learner_batch(self) -> LearnerBatch:
         """num_steps x learner_batch_envs trajectories (0: all num_envs / num_actors of an actor's envs);
@@ -220,7 +222,7 @@ def main(args: Args) -> dict:
             action_shape=info.action_shape, action_dtype=act_dtype, device=device, seed=args.seed),
             version=start_update, interrupt=interrupt)
     else:
-        pool = ActorPool(actors, traj_queue, stop, interrupt)
+        pool = ActorPool(actors, traj_queue, stop, interrupt, stall_timeout_s=args.actor_timeout_s)
     tables = {name: PhaseTable() for name in credit.names}
     start_time, start_step = time.perf_counter(), global_step
     clock.start()

@@ -33,7 +33,7 @@ class FakeAsyncEnv:
     terminated / truncated; the step after an end is a reset (reward 0), as with next-step autoreset.
     The reward of a step encodes (env, its global step, the action taken): 1000 * env + step + action / 10."""
 
-    def __init__(self, num_envs, batch, ep_len=5, seed=0, fail_after=None):
+    def __init__(self, num_envs, batch, ep_len=5, seed=0, fail_after=None, stall_after=None):
         self.N, self.B, self.ep_len = num_envs, batch, ep_len
         self.rng = np.random.default_rng(seed)
         self.t = np.zeros(num_envs, np.int64)      # step within episode
@@ -42,6 +42,7 @@ class FakeAsyncEnv:
         self.done = np.zeros(num_envs, bool)
         self.ready = []                            # (env, obs, rew, term, trunc)
         self.calls, self.fail_after = 0, fail_after
+        self.stall_after, self.unstall = stall_after, threading.Event()  # recv blocks until unstall is set
 
     def _obs(self, i):
         return np.array([i, self.t[i], self.ep[i], self.g[i]], np.float32)
@@ -53,6 +54,8 @@ class FakeAsyncEnv:
         self.calls += 1
         if self.fail_after is not None and self.calls > self.fail_after:
             raise ValueError("boom from the fake env")
+        if self.stall_after is not None and self.calls > self.stall_after:
+            self.unstall.wait()
         while len(self.ready) < self.B:
             time.sleep(0.001)
         pick = self.rng.choice(len(self.ready), self.B, replace=False)
@@ -146,6 +149,22 @@ def test_actor_exception_stops_the_learner_with_the_error():
             pool.get()
     pool.close()
     assert time.time() - t0 < 10 and not any(a.is_alive() for a in pool.actors)
+
+
+def test_a_stalled_actor_ends_the_wait_with_its_stack():
+    """An actor stuck in the env's recv (the learner would wait forever) is reported within the stall
+    timeout, with where it is stuck."""
+    env = FakeAsyncEnv(4, 4, stall_after=3)
+    q, stop = queue.Queue(maxsize=4), threading.Event()
+    pool = ActorPool([_make_actor(env, 4, 8, q, stop)], q, stop, stall_timeout_s=0.5)
+    pool.start()
+    t0 = time.time()
+    with pytest.raises(ActorError, match=r"no trajectory batch from the actors in 0.5 s[\s\S]*in recv"):
+        pool.get()
+    assert time.time() - t0 < 5
+    env.unstall.set()
+    pool.close()
+    assert not pool.actors[0].is_alive()
 
 
 def test_close_never_hangs_with_a_full_queue():

@@ -60,6 +60,7 @@ BAD = {
     "c_bar": (-1.0, "--c-bar must be > 0, got -1.0"),
     "pg_rho_bar": (0.0, "--pg-rho-bar must be > 0, got 0.0"),
     "stop_at_return": (math.inf, "--stop-at-return must be a finite number (or unset), got inf"),
+    "actor_timeout_s": (0.0, "--actor-timeout-s must be > 0, got 0.0"),
     "episodes": (0, "--episodes must be an integer >= 1, got 0"),
     "fps": (0, "--fps must be an integer >= 1, got 0"),
 }
