@@ -4,6 +4,7 @@ One job per module:
 
 * :mod:`rltrain.config`     -- ``--config`` YAML presets + tyro CLI, ``ConfigError``.
 * :mod:`rltrain.runtime`    -- device / thread selection, run-folder naming.
+* :mod:`rltrain.machine`    -- which machine, which versions, when: every results file's ``meta``.
 * :mod:`rltrain.seeding`    -- seeding and RNG state capture/restore.
 * :mod:`rltrain.timers`     -- per-phase timers (CUDA events / host clocks), Amdahl.
 * :mod:`rltrain.logger`     -- console progress bar, JSONL, TensorBoard, wandb.

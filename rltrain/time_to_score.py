@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import platform
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,22 +142,11 @@ def _thresholds_for(env_id: str, thresholds: Mapping[str, List[float]]) -> List[
 
 
 def host_info() -> Dict[str, Any]:
-    """Device, CPU cores and versions of the machine this runs on (the one the runs trained on)."""
-    import importlib.metadata as md
+    """:func:`rltrain.machine.machine_info` of the machine this runs on (the one the runs trained
+    on), with the versions of gymnasium and numpy."""
+    from rltrain.machine import machine_info, package_version
 
-    import torch
-
-    from rltrain.runtime import num_cores
-
-    versions = {"python": platform.python_version()}
-    for pkg in ("torch", "triton", "envpool", "gymnasium", "numpy"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            versions[pkg] = None
-    cuda = torch.cuda.is_available()
-    return {"device": torch.cuda.get_device_name(0) if cuda else f"cpu ({platform.processor() or platform.machine()})",
-            "cuda": torch.version.cuda if cuda else None, "cpu_cores": num_cores(), "versions": versions}
+    return {**machine_info(), "gymnasium": package_version("gymnasium"), "numpy": package_version("numpy")}
 
 
 def command_line(run: Run, defaults: Optional[Dict[str, Any]] = None) -> str:
@@ -184,10 +172,11 @@ def _finite(x: float) -> Optional[float]:
 
 
 def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
-              commands: Optional[Mapping[str, str]] = None, host: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+              commands: Optional[Mapping[str, str]] = None, meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The time-to-score document: per run its crossings, per group (seeds of one configuration)
-    the median, min and max minutes and steps to each threshold over the seeds that reached it."""
-    doc: Dict[str, Any] = {"host": host or {}, "metric": RETURN, "clock": WALL, "runs": [], "groups": []}
+    the median, min and max minutes and steps to each threshold over the seeds that reached it;
+    ``meta`` (:func:`host_info`) names the machine."""
+    doc: Dict[str, Any] = {"meta": meta or {}, "metric": RETURN, "clock": WALL, "runs": [], "groups": []}
     groups: Dict[str, List[Run]] = {}
     for run in runs:
         groups.setdefault(run.group, []).append(run)

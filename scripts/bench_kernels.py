@@ -38,12 +38,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import itertools
 import json
 import math
 import os
-import platform
 import re
 import statistics
 import sys
@@ -63,6 +61,7 @@ from kernels import reference as R  # noqa: E402
 from kernels._launch import LaunchConfig, estimator_config, rows_are_aligned  # noqa: E402
 from kernels._triton import runs_triton, triton  # noqa: E402
 from kernels.backends import get_backend  # noqa: E402
+from rltrain.machine import machine_info  # noqa: E402
 
 ESTIMATORS = tuple(kernels.ESTIMATORS)
 IMPLS = ("triton", "sequential", "compile", "loop")
@@ -554,28 +553,17 @@ def plan(opts) -> list[tuple]:
 
 
 def environment(opts, copy_gbs) -> dict:
+    """:func:`rltrain.machine.machine_info` of ``opts.device`` and this benchmark's own keys: the
+    device option, the copy bandwidth, the GPU's SMs and L2, the tolerances and the command line."""
     meta = dict(
-        date=datetime.datetime.now().isoformat(timespec="seconds"),
-        host=platform.node(), python=platform.python_version(), torch=torch.__version__,
-        triton=getattr(triton, "__version__", "none"), device=opts.device, copy_gbs=copy_gbs,
+        machine_info(opts.device), device=opts.device, copy_gbs=copy_gbs,
         interpret=os.environ.get("TRITON_INTERPRET", "0"),
         argv=" ".join(sys.argv), loop_max_t=LOOP_MAX_T, max_cell_gib=MAX_CELL_BYTES / 2**30,
         tolerance=TOL, warmup_ms=opts.warmup_ms, rep_ms=opts.rep_ms, check_envs=opts.check_envs,
     )
     if torch.device(opts.device).type == "cuda":
-        p = torch.cuda.get_device_properties(0)
-        meta.update(device_name=p.name, sms=p.multi_processor_count, cuda=torch.version.cuda,
-                    l2_mib=getattr(p, "L2_cache_size", 0) / 2**20)
-        try:
-            import subprocess
-
-            meta["driver"] = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=20).stdout.strip()
-        except Exception:  # noqa: BLE001
-            meta["driver"] = "?"
-    else:
-        meta.update(device_name=platform.processor() or "cpu")
+        p = torch.cuda.get_device_properties(opts.device)
+        meta.update(sms=p.multi_processor_count, l2_mib=getattr(p, "L2_cache_size", 0) / 2**20)
     return meta
 
 

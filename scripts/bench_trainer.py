@@ -37,7 +37,6 @@ two are not in the default set: they do not fit the default run's time.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import math
 import os
@@ -56,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_envpool  # noqa: E402
+from rltrain.machine import machine_info  # noqa: E402
 from rltrain.runtime import num_cores  # noqa: E402
 
 DEFAULT_OUT = ROOT / "docs" / "results" / "trainer_throughput.json"
@@ -276,27 +276,11 @@ def raw_envpool(case: Case, threads: int) -> Dict:
 
 # ---------------------------------------------------------------------------- report
 def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
-    import envpool
-    import torch
-    try:
-        import triton
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = None
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device_name": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-            "driver": None, "cuda": torch.version.cuda, "torch": torch.__version__, "triton": triton_version,
-            "envpool": envpool.__version__, "python": sys.version.split()[0], "cpu_cores": num_cores(),
-            "after_commit": git_commit(ROOT),
+    """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line."""
+    return {**machine_info(), "after_commit": git_commit(ROOT),
             "before_commit": git_commit(Path(before_root)) if before_root else None,
             "command": " ".join(["python", "scripts/bench_trainer.py",
                                  *("<before-root>" if before_root and a == before_root else a for a in argv)])}
-    try:
-        meta["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                        capture_output=True, text=True, timeout=10).stdout.strip() or None
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return meta
 
 
 def git_commit(root: Path) -> Optional[str]:

@@ -266,7 +266,7 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
         "objective": f"{RETURN} at {args.budget_s:g} s of training ({WALL}), maximised",
         "budget_s": args.budget_s, "train_seed": args.train_seed, "sampler": "TPE", "sampler_seed": args.seed,
         "pruner": f"median (after {args.startup_trials} trials, warm-up {args.budget_s / 4:g} s)",
-        "space": {k: list(v) for k, v in space.items()}, "trials": counts, "host": host_info(),
+        "space": {k: list(v) for k, v in space.items()}, "trials": counts, "meta": host_info(),
         "best": [{"number": t.number, "value": t.value, "params": t.params,
                   "command": t.user_attrs.get("command"), "return_at_s": t.user_attrs.get("return_at_s")}
                  for t in complete[:args.top]],

@@ -34,7 +34,6 @@ import itertools
 import json
 import math
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -53,7 +52,8 @@ sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 from rltrain.config import ConfigError, parse_args  # noqa: E402
 from rltrain.credit import CreditAssignment, RECOMPUTE_MODES  # noqa: E402
 from rltrain.logger import Logger, wandb_mode  # noqa: E402
-from rltrain.runtime import num_cores, select_device  # noqa: E402
+from rltrain.machine import machine_info  # noqa: E402
+from rltrain.runtime import select_device  # noqa: E402
 from rltrain.study import (CA_KEYS, compact_table, flat_record, markdown_table, rotation_rounds,  # noqa: E402
                            separate_rounds, summarize)
 from rltrain.timers import PhaseTimer  # noqa: E402
@@ -346,22 +346,10 @@ def log_point(point: Point, records: List[dict], steady: List[List[dict]], out_d
         logger.close()
 
 
-def device_meta(device: torch.device) -> dict:
-    try:
-        import triton
-
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = None
-    return {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-            "cores": num_cores(), "torch": torch.__version__, "triton": triton_version,
-            "python": platform.python_version(), "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"),
-            "time": time.strftime("%Y-%m-%d %H:%M:%S")}
-
-
 def write_tables(records: List[dict], out_dir: Path, meta: dict, title: str) -> None:
-    header = (f"# Speedup study: {title}\n\n{meta['device']}, {meta['cores']} cores, torch {meta['torch']}, "
-              f"Triton {meta['triton']}, Python {meta['python']}, {meta['time']}. Measured speedups are medians "
+    header = (f"# Speedup study: {title}\n\n{meta['device_name']}, driver {meta['driver']}, CUDA {meta['cuda']}, "
+              f"{meta['cpu_cores']} CPU cores, torch {meta['torch']}, Triton {meta['triton']}, EnvPool "
+              f"{meta['envpool']}, Python {meta['python']}; {meta['date']}. Measured speedups are medians "
               f"of per-round ratios over the baseline, [IQR]; `share s` is the baseline's credit-assignment share "
               f"of its own iteration / update; `other ratio` how much faster everything but credit assignment ran "
               f"(rltrain/study.py).\n\n")
@@ -395,7 +383,8 @@ def main(args: Args) -> dict:
 
     out_dir = Path(args.out_dir or ROOT / "runs" / "study" / f"{preset_name or 'axes'}-{time.strftime('%Y%m%d-%H%M%S')}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    meta = {**device_meta(device), "backends": names, "rounds": rounds, "warmup_rounds": warmup,
+    meta = {**machine_info(device), "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"),
+            "backends": names, "rounds": rounds, "warmup_rounds": warmup,
             "mode": "separate processes" if args.separate_processes else "interleaved", "preset": preset_name,
             "points": [dataclasses.asdict(p) for p in points]}
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=1))
@@ -444,7 +433,7 @@ def main(args: Args) -> dict:
 
     plots = plot_all(records, out_dir)
     print(f"\nspeedup study ({meta['mode']}, baseline {names[0]}, {rounds} rounds after {warmup} warm-up, "
-          f"{meta['device']}): {out_dir}  [{time.perf_counter() - t_start:.0f} s]")
+          f"{meta['device_name']}): {out_dir}  [{time.perf_counter() - t_start:.0f} s]")
     print(compact_table(records))
     return {"out_dir": str(out_dir), "records": records, "failed": failed, "plots": [str(p) for p in plots]}
 

@@ -8,8 +8,8 @@ iteration whose ``charts/avg_episodic_return`` (mean of the last 100 episodes) i
 and reports the global step and the training minutes (``charts/wall_s``, summed over ``--resume``
 segments).  Runs of one game with one ``--exp-name`` are seeds of one configuration: the JSON gives
 their median, min and max, and ``learning_curves_<env>.png`` beside it shows return against steps
-and against minutes (median line, min-max band).  The JSON records the machine this script runs on
-(device, CPU cores, versions): run it on the machine that trained.
+and against minutes (median line, min-max band).  Its ``meta`` records the machine this script runs on
+(device, driver, CPU cores, versions, date): run it on the machine that trained.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ def _check_run(result, out: Path, estimators, shapes, impls):
     on_disk = json.loads(out.read_text())
     assert on_disk["rows"] == json.loads(json.dumps(result["rows"], default=str))
     meta = on_disk["meta"]
-    assert meta["torch"] and meta["device"] == "cpu"
+    assert meta["torch"] and meta["device"] == "cpu" and meta["device_name"].startswith("cpu")
+    assert {"driver", "cuda", "triton", "date"} <= set(meta)
     with open(out.with_suffix(".csv")) as f:
         assert len(list(csv.DictReader(f))) == len(result["rows"])
     rows = result["rows"]

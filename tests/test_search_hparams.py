@@ -30,6 +30,7 @@ def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
     assert top["command"].startswith("python scripts/ppo.py --config configs/classic_control.yaml")
     assert f"--minibatch-size {top['params']['minibatch_size']}" in top["command"]
     assert set(written["space"]) == set(search.QUICK_SPACE) and written["budget_s"] == 4.0
+    assert {"device_name", "driver", "cuda", "torch", "triton", "date"} <= set(written["meta"])
     # each trial trained the real trainer for the budget: its metrics stop at about 4 training seconds
     trial_runs = sorted((tmp_path / "search" / "quick").glob("trial_*/runs/*/metrics.jsonl"))
     assert len(trial_runs) == 3

@@ -50,8 +50,10 @@ def test_quick_study_end_to_end(tmp_path):
         check_record(r, preset.backends)
         assert r["rounds"] == preset.rounds and r["mode"] == "interleaved"
         assert list(Path(out / "logs" / r["point"] / r["backend"]).glob("events.out.tfevents.*"))  # TensorBoard
+    meta = json.loads((out / "meta.json").read_text())
+    assert {"device_name", "driver", "cuda", "torch", "triton", "date"} <= set(meta) and meta["rounds"] == preset.rounds
     table = (out / "results.md").read_text()
-    assert all(p.name in table for p in preset.points)
+    assert all(p.name in table for p in preset.points) and meta["device_name"] in table
     assert len((out / "results.csv").read_text().splitlines()) == len(records) + 1
 
 

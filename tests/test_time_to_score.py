@@ -91,7 +91,7 @@ def test_script_writes_json_and_pngs(tmp_path):
     written = json.loads(out.read_text())
     assert written["groups"] == json.loads(json.dumps(doc["groups"]))
     assert written["groups"][0]["thresholds"]["400"]["median_minutes"] == 3.0
-    assert {"device", "cpu_cores", "versions"} <= set(written["host"]) and written["host"]["versions"]["torch"]
+    assert {"device_name", "driver", "cuda", "cpu_cores", "date"} <= set(written["meta"]) and written["meta"]["torch"]
     assert (tmp_path / "results" / "learning_curves_Breakout-v5.png").stat().st_size > 0
 
 

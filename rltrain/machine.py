@@ -1,0 +1,83 @@
+"""Which machine, which versions, when: the ``meta`` every results file carries.
+
+:func:`machine_info` is the one definition of these keys; each benchmark or study adds only its own
+(SM count, commits, rounds, ...) next to them.  ``scripts/results_tables.py`` prints them under its
+tables and ``tests/test_docs.py`` requires ``device_name, driver, cuda, torch, triton, date`` in the
+``meta`` of every file under ``docs/results/``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import importlib.metadata
+import platform
+import subprocess
+from typing import Any, Dict, Optional, Union
+
+import torch
+
+from rltrain.runtime import num_cores, select_device
+
+__all__ = ["machine_info", "nvidia_driver", "package_version", "DRIVER_QUERY_TIMEOUT_S"]
+
+DRIVER_QUERY_TIMEOUT_S = 10.0
+
+
+def machine_info(device: Union[torch.device, str, None] = None) -> Dict[str, Any]:
+    """The machine a result was measured on, its software versions and the time.
+
+    ``device``: the device the figures were measured on; ``None`` means the first CUDA device where
+    there is one, else the CPU. Keys:
+
+    * ``date`` -- now, UTC, ISO 8601 to the second (``2026-01-02T03:04:05+00:00``);
+    * ``device_name`` -- the CUDA device's name, or ``"cpu (<processor>)"``;
+    * ``driver`` -- the NVIDIA driver (``nvidia-smi``), ``None`` where there is none;
+    * ``cuda`` -- the CUDA version torch was built with (``None`` for a CPU build);
+    * ``torch``, ``triton``, ``envpool`` -- versions, ``None`` where not installed; ``python``;
+    * ``cpu_cores`` -- the cores this process may run on.
+    """
+    device = torch.device(device) if device is not None else select_device(cuda=True)
+    if device.type == "cuda":
+        device_name = torch.cuda.get_device_name(device)
+    else:
+        device_name = f"{device.type} ({platform.processor() or platform.machine() or 'unknown'})"
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device_name": device_name,
+        "driver": nvidia_driver(),
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "triton": package_version("triton"),
+        "python": platform.python_version(),
+        "cpu_cores": num_cores(),
+        "envpool": package_version("envpool"),
+    }
+
+
+def nvidia_driver(timeout_s: float = DRIVER_QUERY_TIMEOUT_S) -> Optional[str]:
+    """``nvidia-smi``'s driver version (the first GPU's; one driver serves them all), or ``None``
+    where ``nvidia-smi`` is missing, fails or does not answer within ``timeout_s``."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = done.stdout.split()
+    return lines[0] if done.returncode == 0 and lines else None
+
+
+def package_version(name: str) -> Optional[str]:
+    """The installed version of distribution/module ``name``, ``None`` where it is not installed.
+
+    The distribution's metadata first (no import); a module whose distribution goes by another
+    name (``triton`` from ``pytorch-triton``) is imported for its ``__version__``.
+    """
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        return getattr(importlib.import_module(name), "__version__", None)
+    except ImportError:
+        return None
