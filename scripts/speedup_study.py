@@ -18,7 +18,8 @@ process per backend instead (a cold comparison).  The first backend is the basel
 k, Amdahl's prediction, the measured speedup's median and IQR over rounds) is in ``rltrain/study.py``.
 
 Outputs, under ``--out-dir``: ``results.jsonl`` (one line per point and backend, written as the
-study goes), ``results.csv``, ``results.md``, ``phases.png``, ``measured_vs_predicted.png``,
+study goes), ``results.csv``, ``results.md``, ``results.json`` (``meta`` and every record: the form of
+``docs/results/speedup_study.json``), ``phases.png``, ``measured_vs_predicted.png``,
 ``speedup_vs_share.png``, ``meta.json`` (device and versions), ``logs/<point>/<backend>/`` (each
 backend's steady rounds for TensorBoard, and wandb with ``--wandb``: group ``study``, the backend as
 tag), ``runs/<point>/`` (the trainer runs and their output); the table is printed last.
@@ -354,6 +355,8 @@ def write_tables(records: List[dict], out_dir: Path, meta: dict, title: str) -> 
               f"of its own iteration / update; `other ratio` how much faster everything but credit assignment ran "
               f"(rltrain/study.py).\n\n")
     (out_dir / "results.md").write_text(header + compact_table(records) + "\n\n" + markdown_table(records) + "\n")
+    # meta and records in one file, as docs/results/speedup_study.json (results_tables.py study FILE)
+    (out_dir / "results.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1) + "\n")
     rows = [flat_record(r) for r in records]
     columns = list(dict.fromkeys(k for r in rows for k in r))
     with open(out_dir / "results.csv", "w", newline="") as f:

@@ -55,6 +55,8 @@ def test_quick_study_end_to_end(tmp_path):
     table = (out / "results.md").read_text()
     assert all(p.name in table for p in preset.points) and meta["device_name"] in table
     assert len((out / "results.csv").read_text().splitlines()) == len(records) + 1
+    combined = json.loads((out / "results.json").read_text())  # what results_tables.py study reads
+    assert combined["meta"] == meta and combined["records"] == records
 
 
 def make_rows(times, num_backends, warmup_rounds=1, ca_key="perf/ca_s"):
