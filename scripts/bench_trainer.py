@@ -304,9 +304,7 @@ def table(results: Dict) -> str:
             continue
         raw = case["raw"]["sps"]
         lines.append(f"{name:<16}{'raw EnvPool':<38}{raw:>12,.0f}{'100.0%':>9}")
-        for label, run in case["runs"].items():
-            if run.get("error", "").startswith("skipped"):  # not run: the call's time budget was spent
-                continue
+        for label, run in reported_runs(case):
             if "error" in run:
                 lines.append(f"{'':<16}{label:<38}  error: {run['error'].splitlines()[-1][:60]}")
                 continue
@@ -318,6 +316,11 @@ def table(results: Dict) -> str:
     lines.append("(rollout: PPO's rollout alone vs raw; update: PPO update / IMPALA learner busy ms per iteration;"
                  " wait: IMPALA learner's queue-wait share)")
     return "\n".join(lines)
+
+
+def reported_runs(case: Dict):
+    """A case's ``(label, run)`` pairs, without the runs that did not start (the time budget was spent)."""
+    return [(label, run) for label, run in case["runs"].items() if not run.get("error", "").startswith("skipped")]
 
 
 def write(results: Dict, path: Path, t_start: float) -> None:
@@ -342,9 +345,7 @@ def markdown(results: Dict) -> str:
     for name, case in trainer_cases.items():
         title = f"{TITLES[case['trainer']]} {case['env_id']} {case['num_envs']} x {case['num_steps']}"
         lines.append(f"| {title} | raw EnvPool | {case['raw']['sps']:,.0f} | 100% | | |")
-        for label, run in case["runs"].items():
-            if run.get("error", "").startswith("skipped"):  # not run: the call's time budget was spent
-                continue
+        for label, run in reported_runs(case):
             if "error" in run:
                 lines.append(f"| | {label} | {run['error'].splitlines()[-1][:60]} | | | |")
                 continue
