@@ -75,6 +75,20 @@ class PhaseTimer:
             finally:
                 self._host[name] += time.perf_counter() - t0
 
+    def mark(self) -> "torch.cuda.Event | float":
+        """A point in time for :meth:`add_interval`: a CUDA event recorded on the current stream,
+        or ``time.perf_counter()`` on CPU.  For a phase whose boundary is only known inside
+        another piece of code (a DDP communication hook marks when the last gradient bucket
+        is ready); marks are valid until the next :meth:`read`."""
+        return self._event() if self.cuda else time.perf_counter()
+
+    def add_interval(self, name: str, start: "torch.cuda.Event | float", end: "torch.cuda.Event | float") -> None:
+        """Count the time from mark ``start`` to mark ``end`` as (one more occurrence of) phase ``name``."""
+        if self.cuda:
+            self._pairs.append((name, start, end))
+        else:
+            self._host[name] += end - start
+
     def read(self) -> Dict[str, float]:
         """Seconds per phase since the last read; resets the timer.
 
