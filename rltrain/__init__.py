@@ -9,5 +9,4 @@ One job per module:
 * :mod:`rltrain.logger`     -- console progress bar, JSONL, TensorBoard, wandb.
 * :mod:`rltrain.checkpoint` -- atomic checkpoint save / load.
 * :mod:`rltrain.rollout`    -- preallocated time-major rollout storage, pinned H2D staging.
-* :mod:`rltrain.distributed` -- torchrun launch, DDP, global statistics, per-rank checkpoint state.
 """
