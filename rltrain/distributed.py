@@ -11,32 +11,30 @@ group at all: every method below then reduces over one rank without a collective
 has one code path.  Bad launches raise :class:`~rltrain.config.ConfigError` before any process
 waits on another: more ranks on a node than GPUs, NCCL without CUDA, half the variables set.
 
-Sketch of a trainer (``--num-envs`` and the batch are global; each rank holds its share)::
+How the trainers use it (``scripts/ppo.py``, ``scripts/impala.py``; ``--num-envs`` and
+``--total-timesteps`` are global, each rank holds its share)::
 
-    @record                                         # torchrun's summary shows a failing rank's traceback
-    def run():
-        args = cli()
-        with distributed_context(cuda=args.cuda, backend=args.dist_backend,
-                                 timeout_s=args.dist_timeout_s) as ctx:
-            main(args, ctx)
+    run_main(main, cli)          # rltrain.trainer: @record + distributed_context(...) as ctx: main(args, ctx)
 
-    def main(args, ctx):
-        num_envs = ctx.local_num_envs(args.num_envs)              # ConfigError unless W divides it
+    def main(args, ctx=None):
+        ctx = ctx or DistContext.single_process(args.cuda)        # main(args) in-process: one rank
+        run_args, args = args, ctx.rank_args(args)                # num_envs / W envs; ConfigError unless W divides
         seed_everything(ctx.rank_seed(args.seed))                 # python / numpy / torch per rank
-        envs = make_envs(args.env_id, num_envs, ctx.env_seed(args.seed, num_envs), ...)
+        envs = make_envs(args.env_id, args.num_envs, ctx.env_seed(args.seed, args.num_envs), ...)
         agent = make_agent(...).to(ctx.device)
+        run = start_run(run_args, state, iterations, ctx)         # rank 0: run folder (broadcast), Logger
         learner = ctx.wrap_model(agent)                           # DDP (rank 0's weights) or agent
-        ...                                                       # acting: agent.get_action_and_value(...)
-        moments = ctx.masked_moments(adv, valid, index=minibatches)   # one all-reduce per update
-        for k, mb in enumerate(minibatches):
-            _, logp, ent, v = learner("get_action_and_value", obs[mb], act[mb])
-            adv_mb = (adv[mb] - moments.mean[k]) / (moments.std[k] + 1e-8)
-            pg_loss = (loss_terms * valid[mb]).sum() / moments.denominator[k]
-            with ctx.timed_backward(timer):                   # "update/backward" + "update/allreduce"
-                loss.backward()
-        logs = ctx.reduce_scalars({...}, ops={...})               # one collective per iteration
-        if ctx.is_main: logger.log(logs, step)
-        ctx.save_checkpoint(path, shared_state if ctx.is_main else None, rank_state)
+        ...                                                       # acting: agent (its CUDA graph), not learner
+        for epoch ...:
+            terms = ctx.masked_moments(adv, valid, index=minibatches).loss_terms()  # [K, 3], one all-reduce
+            for k, mb in enumerate(minibatches):
+                _, logp, ent, v = learner("get_action_and_value", obs[mb], act[mb])
+                adv_mean, adv_std, denom = terms[k]           # normalise, masked sums / denom
+                with ctx.timed_backward(timer):               # "update/backward" + "update/allreduce"
+                    loss.backward()
+        g = iteration_readout(ctx, ...)                           # rltrain.trainer: one collective per iteration
+        logger.log(...)                                           # a NullLogger on ranks other than 0
+        state.save(path, ..., ctx=ctx)                            # rank 0 writes every rank's state
 
 Gradients.  :meth:`DistContext.wrap_model` returns ``DistributedDataParallel(agent)``, which
 averages gradients over ranks during ``backward``, but only for passes through ``forward``:
@@ -51,18 +49,19 @@ with ``C`` the global count; DDP's gradient is the mean over ranks of each rank'
 each rank computes its loss as ``sum_local(x m) / (C / W)`` (:attr:`MaskedMoments.denominator`):
 one update on a batch split over W ranks equals one process on the whole batch.
 :meth:`DistContext.masked_moments` gives the global sums, count, mean and std of a masked tensor
-in one all-reduce, per minibatch when given their indices (PPO computes every minibatch of every
-epoch up front; IMPALA's advantages exist only after each minibatch's forward, so it reduces once
-per minibatch).  :meth:`DistContext.reduce_scalars` / :meth:`DistContext.gather_scalars` reduce a
-dict of floats (episode sums and counts, steps/s, phase seconds: max over ranks) in one
-all-gather.  :class:`RunningStatsSync` merges the ranks' observation / reward normaliser
-statistics once per iteration.
+in one all-reduce, per minibatch when given their indices (PPO reduces the minibatches of an
+epoch together, again after an advantage recompute; IMPALA's advantages exist only after each
+minibatch's forward, so it reduces once per minibatch).  :meth:`DistContext.reduce_scalars` /
+:meth:`DistContext.gather_scalars` reduce a dict of floats (episode sums and counts, losses, phase
+seconds: max over ranks, the stop flags) in one all-gather.  :class:`RunningStatsSync` merges the
+ranks' observation / reward normaliser statistics once per iteration.
 
 Rank 0.  :attr:`DistContext.is_main` gates logging (:class:`NullLogger` elsewhere) and the run
 folder (:meth:`DistContext.broadcast_object` hands its path to the others);
 :meth:`DistContext.save_checkpoint` gathers every rank's own state (RNG, normaliser, per-env
 returns) into rank 0's atomic checkpoint and :meth:`DistContext.load_checkpoint` gives each rank
-its own back (the file must be readable on every node).
+its own back (the file must be readable on every node).  :meth:`DistContext.check_replicas`
+compares every rank's parameters with rank 0's (the trainers: at each checkpoint and at the end).
 
 Faults.  A rank that raises inside :func:`distributed_context` writes its error to the
 rendezvous store before it exits; torchrun then stops the other workers (SIGTERM) and prints
@@ -74,6 +73,7 @@ error first, if any.  NCCL's watchdog enforces the same timeout on GPU collectiv
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -81,7 +81,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -91,11 +91,12 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel
 
 from rltrain.checkpoint import load_checkpoint, save_checkpoint
-from rltrain.config import ConfigError
+from rltrain.config import ConfigError, DistributedArgs
 from rltrain.runtime import num_cores, select_device
+from rltrain.validation import validate
 
 __all__ = ["DistributedArgs", "DistContext", "MaskedMoments", "NullLogger", "RunningStatsSync",
-           "distributed_context", "init_distributed", "record", "RANK_SEED_STRIDE"]
+           "distributed_context", "init_distributed", "launched_by_torchrun", "record", "RANK_SEED_STRIDE"]
 
 RANK_SEED_STRIDE = 1_000_003
 """Rank r seeds python / numpy / torch with ``seed + r * RANK_SEED_STRIDE`` (rank 0: ``seed``)."""
@@ -105,16 +106,6 @@ LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_P
 
 _REDUCE_OPS = ("sum", "mean", "max", "min")
 _FAILURE_KEY = "rltrain/failed/{}"
-
-
-@dataclass
-class DistributedArgs:
-    """The flags of a ``torchrun`` launch; a plain ``python`` run ignores them."""
-
-    dist_backend: Literal["auto", "nccl", "gloo"] = "auto"
-    """torch.distributed backend under torchrun: auto = NCCL on CUDA, Gloo on CPU"""
-    dist_timeout_s: float = 300.0
-    """seconds a collective waits for the other ranks; a dead or hung rank stops the job after this"""
 
 
 class NullLogger:
@@ -161,6 +152,12 @@ class MaskedMoments:
         std = (total_sq / n - mean.square()).clamp_min(0.0).sqrt()
         return cls(total, total_sq, count, mean, std, n / world_size)
 
+    def loss_terms(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """``[..., 3]``: ``(mean, std, denominator)`` of each entry as ``dtype``, what a minibatch loss
+        normalises its advantages with and divides its masked sums by
+        (:func:`rltrain.losses.minibatch_moments`' order)."""
+        return torch.stack([self.mean, self.std, self.denominator], -1).to(dtype)
+
 
 class DistContext:
     """Where this process stands in the job (rank, world size, device) and the operations the
@@ -174,6 +171,12 @@ class DistContext:
         self.device, self.backend, self.timeout_s = device, backend, timeout_s
         self._store = store
         self._grad_timer: Optional[_GradAllReduceTimer] = None
+
+    @classmethod
+    def single_process(cls, cuda: bool, timeout_s: float = DistributedArgs.dist_timeout_s) -> "DistContext":
+        """The context of a plain ``python`` run (no process group): what a trainer's ``main(args)``
+        uses when called without one (tests, the speedup study)."""
+        return cls(device=select_device(cuda), timeout_s=timeout_s)
 
     # ---------------------------------------------------------------- where this process stands
     @property
@@ -204,6 +207,28 @@ class DistContext:
             raise ConfigError(f"{flag} {num_envs} is the global count over {self.world_size} ranks and must be "
                               f"a positive multiple of it (each rank steps {flag} / world size environments)")
         return num_envs // self.world_size
+
+    def rank_args(self, args: Any) -> Any:
+        """This rank's share of a trainer's flags (a dataclass, already validated): ``--num-envs`` and
+        ``--total-timesteps`` are global, so the copy has ``num_envs / W`` environments and
+        ``total_timesteps // W`` steps (the same number of iterations as the whole run), and EnvPool
+        threads ``cores_per_rank()`` where ``--num-threads`` is 0; every other flag sizes one rank's
+        work as it does one process's (env groups, actors, minibatches per epoch, ...).  The copy is
+        validated again, so a flag that fits the whole run but not a rank's share is a ConfigError
+        naming it.  A run of one rank (plain or under torchrun) gets ``args`` itself."""
+        if self.world_size == 1:
+            return args
+        local = dataclasses.replace(args, num_envs=self.local_num_envs(args.num_envs),
+                                    total_timesteps=args.total_timesteps // self.world_size)
+        if hasattr(local, "num_threads") and not local.num_threads:
+            local = dataclasses.replace(local, num_threads=self.cores_per_rank())
+        try:
+            validate(local)
+        except ConfigError as e:
+            raise ConfigError(f"{e} (on each of the {self.world_size} ranks: --num-envs {args.num_envs} and "
+                              f"--total-timesteps {args.total_timesteps} are global, each rank runs --num-envs "
+                              f"{local.num_envs} and --total-timesteps {local.total_timesteps})") from None
+        return local
 
     def rank_seed(self, seed: int) -> int:
         """Seed of this rank's python / numpy / torch generators; rank 0 keeps ``seed``."""
@@ -314,6 +339,21 @@ class DistContext:
         """A :class:`RunningStatsSync` for ``rms`` (after it has its starting state, e.g. after resume)."""
         return RunningStatsSync(self, rms)
 
+    def check_replicas(self, module: nn.Module) -> None:
+        """Collective: raise RuntimeError unless ``module``'s parameters and buffers are bitwise equal to
+        rank 0's on every rank (DDP keeps them so; a difference means the replicas diverged).  One
+        all-gather of the flattened state; nothing in a single process."""
+        if not self.is_distributed:
+            return
+        tensors = [t.detach().reshape(-1).to(torch.float64) for t in (*module.parameters(), *module.buffers())]
+        flat = torch.cat(tensors) if tensors else torch.zeros(0, dtype=torch.float64, device=self.device)
+        gathered = [torch.empty_like(flat) for _ in range(self.world_size)]
+        dist.all_gather(gathered, flat)
+        differ = [r for r, other in enumerate(gathered) if not torch.equal(other, gathered[0])]
+        if differ:
+            raise RuntimeError(f"the model's parameters on rank(s) {differ} differ from rank 0's: the replicas "
+                               f"diverged (every update must go through the DDP-wrapped model)")
+
     # ---------------------------------------------------------------- rank 0 and checkpoints
     def broadcast_object(self, obj: Any) -> Any:
         """Rank 0's ``obj`` (picklable) on every rank, e.g. the run folder it created."""
@@ -332,19 +372,22 @@ class DistContext:
         """Collective: gather each rank's ``rank_state`` (moved to CPU) and have rank 0 write
         ``{**shared, "world_size": W, "rank_states": [state of rank 0, ...]}`` atomically.
         ``shared`` (model, optimizer, counters: equal on every rank) is only read on rank 0.
-        Returns the path on rank 0, None elsewhere."""
-        rank_state = _to_cpu(rank_state)
+        Returns the path on rank 0, None elsewhere.  A single process writes ``{**shared,
+        **rank_state}``, the checkpoint of a run without torchrun (their keys must not overlap)."""
         if self.is_distributed:
             states: Optional[List[Any]] = [None] * self.world_size if self.is_main else None
-            dist.gather_object(rank_state, states, dst=0)
-        else:
-            states = [rank_state]
+            dist.gather_object(_to_cpu(rank_state), states, dst=0)
         if not self.is_main:
             return None
         if shared is None:
             raise ValueError("save_checkpoint: rank 0 needs the shared state")
         if "rank_states" in shared or "world_size" in shared:
             raise ValueError("save_checkpoint: 'rank_states' and 'world_size' are reserved keys")
+        if not self.is_distributed:
+            overlap = sorted(set(shared) & set(rank_state))
+            if overlap:
+                raise ValueError(f"save_checkpoint: keys {overlap} are both shared and per rank")
+            return save_checkpoint({**shared, **rank_state}, path)
         return save_checkpoint({**shared, "world_size": self.world_size, "rank_states": states}, path)
 
     def load_checkpoint(self, path: str | Path, map_location: Any = None) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -370,15 +413,15 @@ class DistContext:
 
     def report_failure(self, exc: BaseException) -> None:
         """Publish this rank's error in the rendezvous store and add a note to ``exc`` naming the
-        ranks that reported an error before it (or saying that none did)."""
+        ranks that reported another error before it (or saying that none did)."""
         if self._store is None or self.world_size == 1:
             return
         now = time.time()
+        mine = f"{type(exc).__name__}: {exc}"[:2000]
         others: List[Tuple[float, int, str]] = []
         try:
             self._store.set_timeout(datetime.timedelta(seconds=2))
-            self._store.set(_FAILURE_KEY.format(self.rank),
-                            json.dumps({"time": now, "error": f"{type(exc).__name__}: {exc}"[:2000]}))
+            self._store.set(_FAILURE_KEY.format(self.rank), json.dumps({"time": now, "error": mine}))
             for r in range(self.world_size):
                 key = _FAILURE_KEY.format(r)
                 if r != self.rank and self._store.check([key]):
@@ -386,7 +429,7 @@ class DistContext:
                     others.append((report["time"], r, report["error"]))
         except Exception:  # the store went with a dead rank: nothing to add
             return
-        earlier = sorted(o for o in others if o[0] <= now)
+        earlier = sorted(o for o in others if o[0] <= now and o[2] != mine)  # not the error all ranks raise together
         if earlier:
             note = "\n".join(f"rank {r} failed {now - t:.1f}s before rank {self.rank}: {err}" for t, r, err in earlier)
         elif _is_collective_failure(exc):
@@ -483,9 +526,15 @@ def _to_cpu(obj: Any) -> Any:
     return obj
 
 
+def launched_by_torchrun(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether this process is a worker of a distributed launch (``RANK`` or ``WORLD_SIZE`` is set)."""
+    environ = os.environ if environ is None else environ
+    return "RANK" in environ or "WORLD_SIZE" in environ
+
+
 def _launch_env(environ: Mapping[str, str]) -> Optional[Dict[str, Any]]:
     """torchrun's variables as ints / strings, None for a plain launch; ConfigError if inconsistent."""
-    if "RANK" not in environ and "WORLD_SIZE" not in environ:
+    if not launched_by_torchrun(environ):
         return None
     missing = [v for v in LAUNCH_VARIABLES if v not in environ]
     if missing:
@@ -524,14 +573,14 @@ def init_distributed(*, cuda: bool, backend: str = "auto", timeout_s: float = Di
 
     use_cuda = cuda and torch.cuda.is_available()
     if backend == "nccl" and not use_cuda:
-        why = "--cuda False was given" if not cuda else "torch sees no CUDA device"
+        why = "--no-cuda was given" if not cuda else "torch sees no CUDA device"
         raise ConfigError(f"--dist-backend nccl needs CUDA, but {why}; use --dist-backend gloo (or auto)")
     local_rank, local_world = launch["LOCAL_RANK"], launch["LOCAL_WORLD_SIZE"]
     if use_cuda:
         gpus = torch.cuda.device_count()
         if local_world > gpus:
             raise ConfigError(f"{local_world} ranks on this node (torchrun --nproc-per-node) but {gpus} CUDA "
-                              f"device(s): start at most {gpus} per node, or pass --cuda False to run on CPUs with Gloo")
+                              f"device(s): start at most {gpus} per node, or pass --no-cuda to run on CPUs (Gloo)")
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     else:

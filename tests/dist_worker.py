@@ -1,5 +1,6 @@
 """A stand-in trainer for the distributed tests: PPO's update of an ActorCritic MLP on a fixed
-batch, through :mod:`rltrain.distributed` the way the trainers use it.
+batch, with the loss of ``scripts/ppo.py`` (``minibatch_loss``), through :mod:`rltrain.distributed`
+the way the trainers use it.
 
     python tests/dist_worker.py --out DIR                                  # one process, whole batch
     python -m torch.distributed.run --standalone --nproc-per-node 2 tests/dist_worker.py --out DIR
@@ -22,6 +23,7 @@ checkpoint after step S and stops; ``--resume PATH`` continues from one.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -58,17 +60,18 @@ def global_batch() -> dict:
     }
 
 
-def ppo_loss(learner, b: dict, mb: torch.Tensor, moments, k: int) -> torch.Tensor:
-    """PPO's clipped loss on minibatch ``mb`` (row ``k`` of ``moments``), masked means over all ranks."""
-    m = b["valid"][mb].float()
-    denom = moments.denominator[k]
-    _, logp, entropy, value = learner("get_action_and_value", b["obs"][mb], b["actions"][mb])
-    ratio = (logp - b["logprobs"][mb]).exp()
-    adv = ((b["advantages"][mb] - moments.mean[k]) / (moments.std[k] + 1e-8)).float()
-    pg = (torch.max(-adv * ratio, -adv * ratio.clamp(0.8, 1.2)) * m).sum() / denom
-    v = 0.5 * ((value - b["returns"][mb]).square() * m).sum() / denom
-    ent = (entropy * m).sum() / denom
-    return pg + 0.5 * v - 0.01 * ent
+def load_trainer(name: str):
+    """``scripts/<name>.py`` as a module: the update's loss is the trainer's own."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_script", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ppo = load_trainer("ppo")
+PPO_ARGS = ppo.Args(clip_coef=0.2, vf_coef=0.5, ent_coef=0.01)  # the loss's coefficients; norm_adv, clip_vloss on
 
 
 def run(a: argparse.Namespace) -> None:
@@ -95,7 +98,8 @@ def run(a: argparse.Namespace) -> None:
         timer = PhaseTimer(ctx.device)
         # rows k, k + K, k + 2K, ... of this rank's share: minibatch k of all ranks = minibatch k of one process
         minibatches = torch.arange(local, device=ctx.device).view(-1, NUM_MINIBATCHES).T.contiguous()
-        moments = ctx.masked_moments(b["advantages"], b["valid"], index=minibatches)
+        valid = b["valid"].float()
+        moments = ctx.masked_moments(b["advantages"], valid, index=minibatches).loss_terms()  # [K, 3]
         out = {"params": [], "draws": [], "rms": [], "world_size": W,
                "rank_seed": ctx.rank_seed(a.seed), "env_seed": ctx.env_seed(a.seed, local)}
 
@@ -114,7 +118,7 @@ def run(a: argparse.Namespace) -> None:
                         time.sleep(3600)
                 with timer.phase("update/forward"):
                     obs = b["obs"] if a.fail == "nan" and step == a.fail_step else b["obs"].nan_to_num(0.0)
-                    loss = ppo_loss(learner, {**b, "obs": obs}, mb, moments, k)
+                    loss, _, _ = ppo.minibatch_loss(PPO_ARGS, learner, {**b, "obs": obs}, valid, mb, moments[k])
                 finite = ctx.gather_scalars({"finite": float(torch.isfinite(loss))})["finite"]
                 if not all(finite):
                     bad = [i for i, f in enumerate(finite) if not f]

@@ -3,10 +3,7 @@ runs of tests/dist_worker.py under torchrun (equivalence with one process, fault
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 from agents import make_agent
+from conftest import torchrun, torchrun_failures
 from rltrain.config import ConfigError
 from rltrain.distributed import DistContext, MaskedMoments, init_distributed
 from rltrain.timers import PhaseTimer
@@ -28,13 +26,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 
 def launch(*args: str, nproc: int = 2, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
     """``torchrun --standalone --nproc-per-node nproc tests/dist_worker.py args`` (nproc 0: plain python)."""
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCH and not k.startswith("TORCHELASTIC")}
-    env.update(PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
-    runner = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)] if nproc else []
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, *runner, WORKER, *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=ROOT)
-    return done, time.perf_counter() - t0
+    return torchrun(WORKER, *args, nproc=nproc, timeout=timeout)
 
 
 def outputs(folder: Path, world_size: int) -> list:
@@ -59,7 +51,7 @@ def test_plain_launch_is_single_process_without_a_group():
     ({"RANK": "0", "WORLD_SIZE": "2"}, {}, ["missing", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"]),
     ({**LAUNCH, "RANK": "x"}, {}, ["RANK", "'x'", "not an integer"]),
     ({**LAUNCH, "RANK": "2"}, {}, ["RANK=2", "WORLD_SIZE=2"]),
-    (LAUNCH, {"backend": "nccl", "cuda": False}, ["--dist-backend nccl", "--cuda False"]),
+    (LAUNCH, {"backend": "nccl", "cuda": False}, ["--dist-backend nccl", "--no-cuda"]),
     (LAUNCH, {"backend": "mpi"}, ["--dist-backend", "'mpi'"]),
     (LAUNCH, {"timeout_s": 0}, ["--dist-timeout-s"]),
     ({}, {"timeout_s": -1}, ["--dist-timeout-s"]),
@@ -260,14 +252,6 @@ def test_two_rank_checkpoint_resumes_each_rank(reference, tmp_path):
         DistContext().load_checkpoint(ckpt)
 
 
-def failures(output: str) -> dict:
-    """``{rank: its block of torchrun's failure summary}`` (the failures and the root cause)."""
-    assert "FAILED" in output, output[-3000:]
-    summary = output[output.rindex("FAILED"):]
-    blocks = re.split(r"^\[\d+\]:$", summary, flags=re.M)[1:]
-    return {int(re.search(r"rank\s*: (\d+) \(local_rank", b).group(1)): b for b in blocks}
-
-
 @pytest.mark.parametrize("mode", ["kill", "raise", "nan", "hang"])
 def test_a_failing_rank_stops_the_job_naming_it(mode, tmp_path):
     timeout_s = 4 if mode == "hang" else 20
@@ -275,7 +259,7 @@ def test_a_failing_rank_stops_the_job_naming_it(mode, tmp_path):
                         "--timeout-s", str(timeout_s))
     assert done.returncode != 0
     assert wall < timeout_s + 40, f"took {wall:.0f}s"
-    failed = failures(done.stdout + done.stderr)
+    failed = torchrun_failures(done.stdout + done.stderr)
     if mode == "kill":
         assert "SIGKILL" in failed[1]
     elif mode == "raise":
@@ -330,4 +314,4 @@ def test_nccl_rank_failure_exits_without_hanging(tmp_path):
     done, wall = launch("--out", str(tmp_path), "--cuda", "--fail", "raise", "--fail-rank", "0",
                         "--timeout-s", "20", nproc=1)
     assert done.returncode != 0 and wall < 60
-    assert "injected failure on rank 0" in failures(done.stdout + done.stderr)[0]
+    assert "injected failure on rank 0" in torchrun_failures(done.stdout + done.stderr)[0]
