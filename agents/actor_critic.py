@@ -7,6 +7,13 @@ CleanRL's: :meth:`ActorCritic.get_value` and
 returns the distribution and the critic output together (IMPALA's learner);
 :meth:`ActorCritic.act` is the rollout's step (action, its log-probability,
 optionally the value), graph-safe (:func:`agents.heads.sample_action`).
+
+``agent(method, *args)`` (:meth:`ActorCritic.forward`) calls one of the
+update's methods by name.  DistributedDataParallel synchronises the gradients
+of passes through ``forward`` only, so the update's pass goes through it:
+``learner("get_action_and_value", obs, actions)`` where ``learner`` is the
+DDP wrapper, or the agent itself in a single-process run (same result as the
+method call).  Acting (:meth:`ActorCritic.act`) uses the agent directly.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from agents.heads import sample_action
 
 __all__ = ["ActorCritic"]
 
+FORWARD_METHODS = ("get_action_and_value", "get_value", "dist_and_critic")
+
 
 class ActorCritic(nn.Module):
     def __init__(self, torso: nn.Module, policy_head: nn.Module, value_head: nn.Module,
@@ -29,6 +38,13 @@ class ActorCritic(nn.Module):
         self.critic_torso = critic_torso
         self.policy_head = policy_head
         self.value_head = value_head
+
+    def forward(self, method: str, *args, **kwargs):
+        """``self.<method>(*args, **kwargs)`` for ``method`` in :data:`FORWARD_METHODS`: the entry
+        point for wrappers that only see ``forward`` (DistributedDataParallel, hooks)."""
+        if method not in FORWARD_METHODS:
+            raise ValueError(f"ActorCritic.forward: unknown method {method!r}; choose from {FORWARD_METHODS}")
+        return getattr(self, method)(*args, **kwargs)
 
     def get_value(self, x: torch.Tensor) -> torch.Tensor:
         """``V(x)``, shape ``[B]``."""

@@ -19,19 +19,30 @@ from dataclasses import dataclass
 import difflib
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Type, TypeVar
+from typing import Any, Dict, Literal, Optional, Sequence, Type, TypeVar
 
 import tyro
 import yaml
 
-__all__ = ["ConfigError", "ExperimentArgs", "parse_args", "load_yaml_preset", "close_matches"]
+__all__ = ["ConfigError", "DistributedArgs", "ExperimentArgs", "parse_args", "load_yaml_preset", "close_matches"]
 
 T = TypeVar("T")
 
 
 @dataclass
-class ExperimentArgs:
-    """The flags every trainer shares: run naming, seeding, device, logging and checkpoints.
+class DistributedArgs:
+    """The flags of a ``torchrun`` launch (:mod:`rltrain.distributed`); a plain ``python`` run ignores them."""
+
+    dist_backend: Literal["auto", "nccl", "gloo"] = "auto"
+    """torch.distributed backend under torchrun: auto = NCCL on CUDA, Gloo on CPU"""
+    dist_timeout_s: float = 300.0
+    """seconds a collective waits for the other ranks; a dead or hung rank stops the job after this"""
+
+
+@dataclass
+class ExperimentArgs(DistributedArgs):
+    """The flags every trainer shares: run naming, seeding, device, logging, checkpoints and the
+    ``torchrun`` launch (:class:`DistributedArgs`).
 
     A trainer's ``Args`` dataclass inherits these (tyro lists them first) and may override a default
     (``exp_name``); ``--config`` presets and ``--resume`` apply to them like to any other field.

@@ -1,4 +1,5 @@
-"""Loss building blocks both trainers use: a mean over the valid rows, and the stop on a non-finite loss.
+"""Loss building blocks both trainers use: a mean over the valid rows (of one process or of every rank), and
+the stop on a non-finite loss.
 
 Next-step autoreset inserts a dummy transition after every episode end (its action is ignored, its
 reward is 0); a ``valid`` mask of 0/1 floats keeps it out of every loss term and statistic.
@@ -6,9 +7,11 @@ reward is 0); a ``valid`` mask of 0/1 floats keeps it out of every loss term and
 
 from __future__ import annotations
 
+from typing import Tuple
+
 import torch
 
-__all__ = ["NonFiniteLossError", "masked_mean"]
+__all__ = ["NonFiniteLossError", "masked_mean", "minibatch_moments"]
 
 
 class NonFiniteLossError(RuntimeError):
@@ -19,3 +22,19 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor) -> tor
     """``sum(x * mask) / denom``: the mean of ``x`` over the rows where ``mask`` is 1, with
     ``denom = mask.sum().clamp_min(1)`` computed once by the caller for all the terms of a minibatch."""
     return (x * mask).sum() / denom
+
+
+def minibatch_moments(x: torch.Tensor, mask: torch.Tensor, ctx=None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(mean, std, denominator)`` of ``x`` over a minibatch's valid rows: the advantage normalisation
+    ``(x - mean) / (std + eps)`` and the ``denom`` of :func:`masked_mean` for its loss terms.
+
+    One process: this minibatch, ``denom = mask.sum().clamp_min(1)``, the population std in two passes.
+    With a distributed ``ctx`` (:class:`rltrain.distributed.DistContext`): the minibatch of every rank
+    (its rows on all ranks), in one all-reduce; ``denom`` is then the global count over the world size, so
+    that DDP's mean of the ranks' gradients is the gradient of the global masked mean
+    (:class:`rltrain.distributed.MaskedMoments`)."""
+    if ctx is not None and ctx.is_distributed:
+        return ctx.masked_moments(x, mask).loss_terms(x.dtype).unbind()
+    denom = mask.sum().clamp_min(1.0)
+    mean = masked_mean(x, mask, denom)
+    return mean, masked_mean((x - mean).square(), mask, denom).sqrt(), denom

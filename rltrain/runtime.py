@@ -24,15 +24,17 @@ def select_device(cuda: bool) -> torch.device:
     return torch.device("cuda" if cuda and torch.cuda.is_available() else "cpu")
 
 
-def set_torch_threads(n: int, device: torch.device) -> int:
+def set_torch_threads(n: int, device: torch.device, cores: int = 0) -> int:
     """Set torch's intra-op threads; ``n <= 0`` picks a default.
 
     The default leaves the cores to EnvPool: 1 thread when a GPU does the math
     (the host only orchestrates), and half the cores (at least 1) on CPU, where
     EnvPool's worker threads step the environments in between inferences.
+    ``cores``: the cores this process may use (0: all it may run on; several
+    processes on one node: its share).
     """
     if n <= 0:
-        n = 1 if device.type == "cuda" else max(1, num_cores() // 2)
+        n = 1 if device.type == "cuda" else max(1, (cores or num_cores()) // 2)
     torch.set_num_threads(n)
     return n
 

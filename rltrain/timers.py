@@ -79,9 +79,16 @@ class PhaseTimer:
             finally:
                 self._host[name] += time.perf_counter() - t0
 
-    def mark(self) -> None:
-        """Start a run of laps: the next :meth:`lap` times from here."""
+    def mark(self) -> "torch.cuda.Event | float":
+        """A point in time (a CUDA event recorded on the current stream, or ``time.perf_counter()``
+        on CPU), returned for :meth:`add_interval` and kept as the start of the next :meth:`lap`.
+
+        Laps: ``mark()`` once, then ``lap(name)`` at the end of each phase.  Intervals: a phase
+        whose boundary is only known inside another piece of code (a DDP communication hook marks
+        when the last gradient bucket is ready) is counted from two marks with
+        :meth:`add_interval`.  Marks are valid until the next :meth:`read`."""
         self._lap_start = self._event() if self.cuda else time.perf_counter()
+        return self._lap_start
 
     def lap(self, name: str) -> None:
         """Add the time since the last :meth:`mark` / :meth:`lap` to phase ``name``; the next lap
@@ -96,6 +103,13 @@ class PhaseTimer:
             now = time.perf_counter()
             self._host[name] += now - self._lap_start
             self._lap_start = now
+
+    def add_interval(self, name: str, start: "torch.cuda.Event | float", end: "torch.cuda.Event | float") -> None:
+        """Count the time from mark ``start`` to mark ``end`` as (one more occurrence of) phase ``name``."""
+        if self.cuda:
+            self._pairs.append((name, start, end))
+        else:
+            self._host[name] += end - start
 
     def read(self) -> Dict[str, float]:
         """Seconds per phase since the last read; resets the timer.

@@ -2,35 +2,45 @@
 
 * :func:`parse_trainer_args` -- the trainer's ``Args`` from, in increasing priority, its defaults, the
   saved args of a ``--resume`` checkpoint, a ``--config`` preset and the other flags.
-* :class:`TrainerState` -- what a checkpoint holds (model, optimizer, LR scheduler, RNG states, extra
-  state such as normaliser statistics, counters, the args and the run folder) and how a run is restored
-  from one.  The learning rate given by the flags wins over the checkpoint's.
+* :class:`TrainerState` -- what a checkpoint holds (model, optimizer, LR scheduler, counters, the args
+  and the run folder, shared by every rank; each rank's RNG states, extra state such as normaliser
+  statistics and its recent episode returns) and how a run is restored from one.  The learning rate
+  given by the flags wins over the checkpoint's.
 * :func:`start_run` -- restore from ``args.resume`` (same run folder, metrics appended) or make a fresh
-  run folder, then open the :class:`~rltrain.logger.Logger`.
-* :func:`run_main` -- the ``__main__`` guard: an error meant for the user exits with its status and one
-  line on stderr (``ConfigError`` 2, ``NonFiniteLossError`` 3, more per trainer), not a traceback.
+  run folder, then open the :class:`~rltrain.logger.Logger` (rank 0; the other ranks log nothing).
+* :func:`iteration_readout` / :func:`episode_metrics` -- one iteration's figures of every rank in one
+  collective: phase seconds (the slowest rank's), loss means, episode sums, the stop flags.
+* :func:`run_main` -- the ``__main__`` guard: ``main(args, ctx)`` in the process's
+  :func:`~rltrain.distributed.distributed_context` (torchrun's ``@record`` for the failure summary); an
+  error meant for the user exits with its status and one line on stderr (``ConfigError`` 2,
+  ``NonFiniteLossError`` 3, more per trainer), not a traceback.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Type, TypeVar, Union
 
+import numpy as np
 import torch
+from torch.distributed.elastic.multiprocessing.errors import get_error_handler, record
 
-from rltrain.checkpoint import load_checkpoint, save_checkpoint
+from rltrain.checkpoint import load_checkpoint
 from rltrain.config import ConfigError, parse_args
 from rltrain.credit import CreditMismatchError
+from rltrain.distributed import DistContext, NullLogger, distributed_context, launched_by_torchrun
 from rltrain.logger import Logger
 from rltrain.losses import NonFiniteLossError
 from rltrain.runtime import make_run_dir
 from rltrain.seeding import get_rng_state, set_rng_state
 
-__all__ = ["parse_trainer_args", "TrainerState", "RunStart", "start_run", "run_main", "EXIT_CODES"]
+__all__ = ["parse_trainer_args", "TrainerState", "RunStart", "start_run", "iteration_readout", "episode_metrics",
+           "run_main", "EXIT_CODES"]
 
 A = TypeVar("A")
 
@@ -66,7 +76,12 @@ def parse_trainer_args(cls: Type[A], argv: Optional[Sequence[str]] = None, descr
 
 class TrainerState:
     """The objects a checkpoint saves and restores; ``extras`` maps a name to an object with
-    ``state_dict()`` / ``load_state_dict()`` or to ``None`` (saved as ``None``, e.g. an unused normaliser)."""
+    ``state_dict()`` / ``load_state_dict()`` or to ``None`` (saved as ``None``, e.g. an unused normaliser).
+
+    Model, optimizer, scheduler, counters, args and run folder are the same on every rank (DDP keeps
+    the replicas equal) and saved once; RNG states, ``extras`` and the recent episode returns are each
+    rank's own (:meth:`rltrain.distributed.DistContext.save_checkpoint`).  A single process's checkpoint
+    holds both at its top level."""
 
     def __init__(self, args: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  scheduler: Any, **extras: Any):
@@ -74,31 +89,37 @@ class TrainerState:
         self.extras = extras
 
     def save(self, path: str | Path, *, iteration: int, global_step: int, recent_returns: Sequence[float],
-             run_dir: str | Path, wall_s: Optional[float] = None) -> None:
-        """Write the checkpoint atomically (:func:`rltrain.checkpoint.save_checkpoint`); ``wall_s``: the
-        run's training seconds so far, continued by a resumed run (:attr:`RunStart.wall_s`)."""
-        save_checkpoint({
+             run_dir: str | Path, wall_s: Optional[float] = None, ctx: Optional[DistContext] = None) -> None:
+        """Write the checkpoint atomically (collective under torchrun: every rank calls it, rank 0 writes);
+        ``wall_s``: the run's training seconds so far, continued by a resumed run (:attr:`RunStart.wall_s`)."""
+        ctx = ctx or DistContext()
+        shared = {
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(), "rng": get_rng_state(),
-            "iteration": iteration, "global_step": global_step, "args": dataclasses.asdict(self.args),
-            **{name: obj.state_dict() if obj is not None else None for name, obj in self.extras.items()},
-            "recent_returns": list(recent_returns), "run_dir": str(run_dir),
+            "scheduler": self.scheduler.state_dict(), "iteration": iteration, "global_step": global_step,
+            "args": dataclasses.asdict(self.args), "run_dir": str(run_dir),
             **({"wall_s": wall_s} if wall_s is not None else {}),
-        }, path)
+        } if ctx.is_main else None
+        rank_state = {
+            "rng": get_rng_state(), "recent_returns": list(recent_returns),
+            **{name: obj.state_dict() if obj is not None else None for name, obj in self.extras.items()},
+        }
+        ctx.save_checkpoint(path, shared, rank_state)
 
-    def restore(self, ckpt: Mapping[str, Any]) -> None:
-        """Load model, optimizer, scheduler, RNG states and extras from ``ckpt``; the learning rate of the
-        flags replaces the checkpoint's as the scheduler's base."""
+    def restore(self, ckpt: Mapping[str, Any], rank_state: Optional[Mapping[str, Any]] = None) -> None:
+        """Load model, optimizer and scheduler from ``ckpt``, RNG states and extras from ``rank_state``
+        (default: ``ckpt``, a single process's checkpoint); the learning rate of the flags replaces the
+        checkpoint's as the scheduler's base."""
+        rank_state = ckpt if rank_state is None else rank_state
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.scheduler.load_state_dict(ckpt["scheduler"])
         self.scheduler.base_lrs = [self.args.learning_rate for _ in self.scheduler.base_lrs]
         for group in self.optimizer.param_groups:
             group["initial_lr"] = self.args.learning_rate
-        set_rng_state(ckpt["rng"])
+        set_rng_state(rank_state["rng"])
         for name, obj in self.extras.items():
-            if obj is not None and ckpt.get(name) is not None:
-                obj.load_state_dict(ckpt[name])
+            if obj is not None and rank_state.get(name) is not None:
+                obj.load_state_dict(rank_state[name])
 
 
 @dataclass
@@ -106,42 +127,107 @@ class RunStart:
     """Where a run starts: its folder and logger, and the counters it continues from."""
 
     run_dir: Path
-    logger: Logger
+    logger: Union[Logger, NullLogger]  # NullLogger on ranks other than 0
     iteration: int  # iterations (learner updates) already done
     global_step: int
-    recent_returns: deque  # returns of the last RECENT_EPISODES episodes
+    recent_returns: deque  # this rank's returns of its last RECENT_EPISODES episodes
     resumed: bool
     wall_s: float = 0.0  # training seconds of the checkpoint's run (0 for a fresh run)
 
 
-def start_run(args: Any, state: TrainerState, total_iterations: int, device: torch.device) -> RunStart:
-    """Restore ``state`` from ``args.resume`` and continue in its run folder, or make a fresh folder
-    ``{runs_dir}/{env_id}__{exp_name}__{seed}__{timestamp}``; open the logger either way."""
+def start_run(args: Any, state: TrainerState, total_iterations: int, ctx: DistContext) -> RunStart:
+    """Restore ``state`` from ``args.resume`` (each rank its own part) and continue in its run folder, or
+    have rank 0 make a fresh folder ``{runs_dir}/{env_id}__{exp_name}__{seed}__{timestamp}`` and hand
+    its path to the other ranks; rank 0 opens the logger, the others get a :class:`NullLogger`."""
     recent: deque = deque(maxlen=RECENT_EPISODES)
-    ckpt = load_checkpoint(args.resume, map_location=device) if args.resume else None
-    if ckpt is not None:
-        state.restore(ckpt)
+    ckpt = mine = None
+    if args.resume:
+        ckpt, mine = ctx.load_checkpoint(args.resume)
+        state.restore(ckpt, mine)
         iteration, global_step = ckpt["iteration"], ckpt["global_step"]
-        recent.extend(ckpt.get("recent_returns", []))
+        recent.extend(mine.get("recent_returns", []))
         run_dir = Path(ckpt["run_dir"])
-        run_dir.mkdir(parents=True, exist_ok=True)
+        if ctx.is_main:
+            run_dir.mkdir(parents=True, exist_ok=True)
     else:
         iteration, global_step = 0, 0
-        run_dir = make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
+        run_dir = ctx.broadcast_object(make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
+                                       if ctx.is_main else None)
     logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=total_iterations,
                     start_iteration=iteration, track=args.track, wandb_project=args.wandb_project_name,
-                    wandb_entity=args.wandb_entity, console=args.progress)
+                    wandb_entity=args.wandb_entity, console=args.progress) if ctx.is_main else NullLogger()
     return RunStart(run_dir, logger, iteration, global_step, recent, ckpt is not None,
                     float(ckpt.get("wall_s", 0.0)) if ckpt is not None else 0.0)
 
 
-def run_main(main: Callable[[Any], Any], cli: Callable[[], Any],
+_EPISODE_SUMS = ("episodes/return_sum", "episodes/length_sum", "episodes/count",
+                 "episodes/recent_return_sum", "episodes/recent_count")
+
+
+def iteration_readout(ctx: DistContext, *, phase_secs: Mapping[str, float], means: Mapping[str, float],
+                      episode_returns: Sequence[float], episode_lengths: Sequence[float],
+                      recent_returns: Sequence[float],
+                      finite: bool, interrupted: bool = False, sums: Optional[Mapping[str, float]] = None,
+                      maxima: Optional[Mapping[str, float]] = None) -> Dict[str, float]:
+    """One iteration's figures of every rank, in one collective (:meth:`DistContext.reduce_scalars`),
+    the same on every rank, so that every rank takes the same decisions from them:
+
+    * ``phase_secs`` keys: the maximum over ranks (the slowest rank sets the pace);
+    * ``means`` keys (losses, diagnostics): the mean over ranks (a rank's masked means use the global
+      denominators, so the mean of the ranks' values is the whole batch's);
+    * ``sums`` and the episode figures of :data:`_EPISODE_SUMS` (this iteration's returns and lengths,
+      the recent returns' sum and count): summed, see :func:`episode_metrics`; ``maxima``: the maximum;
+    * ``"nonfinite_rank"``: the lowest rank whose loss was not ``finite`` (``inf``: none);
+    * ``"interrupted"``: 1 if a Ctrl-C reached any rank.
+
+    In a single process it returns its own figures (summed and averaged over one rank: the same
+    floats)."""
+    sums, maxima = sums or {}, maxima or {}
+    local = {**phase_secs, **means, **sums, **maxima,
+             "episodes/return_sum": float(np.sum(episode_returns)), "episodes/count": len(episode_returns),
+             "episodes/length_sum": float(np.sum(episode_lengths)),
+             "episodes/recent_return_sum": float(np.sum(recent_returns)), "episodes/recent_count": len(recent_returns),
+             "nonfinite_rank": math.inf if finite else ctx.rank, "interrupted": float(interrupted)}
+    ops = {**dict.fromkeys(phase_secs, "max"), **dict.fromkeys(means, "mean"), **dict.fromkeys(sums, "sum"),
+           **dict.fromkeys(maxima, "max"), **dict.fromkeys(_EPISODE_SUMS, "sum"),
+           "nonfinite_rank": "min", "interrupted": "max"}
+    return ctx.reduce_scalars(local, ops)
+
+
+def episode_metrics(readout: Mapping[str, float]) -> Dict[str, float]:
+    """``charts/episodic_return`` and ``charts/episodic_length`` (the means over the episodes that ended
+    this iteration on any rank) and ``charts/avg_episodic_return`` (over each rank's last
+    ``RECENT_EPISODES`` episodes), from :func:`iteration_readout`; a chart without episodes is left out."""
+    out = {}
+    if readout["episodes/count"]:
+        out["charts/episodic_return"] = readout["episodes/return_sum"] / readout["episodes/count"]
+        out["charts/episodic_length"] = readout["episodes/length_sum"] / readout["episodes/count"]
+    if readout["episodes/recent_count"]:
+        out["charts/avg_episodic_return"] = readout["episodes/recent_return_sum"] / readout["episodes/recent_count"]
+    return out
+
+
+def run_main(main: Callable[[Any, DistContext], Any], cli: Callable[[], Any],
              exit_codes: Optional[Mapping[type, int]] = None) -> None:
-    """``main(cli())``; an exception of a class in ``EXIT_CODES`` (or ``exit_codes``) prints
-    ``error: <message>`` on stderr and exits with that class's status."""
+    """``main(cli(), ctx)`` in :func:`~rltrain.distributed.distributed_context` (a plain ``python`` run:
+    a single process without a process group; under torchrun: this rank, joined to the others, wrapped
+    in torchrun's ``@record`` so that its failure summary shows a failing rank's error).  An exception
+    of a class in ``EXIT_CODES`` (or ``exit_codes``) prints ``error: <message>`` on stderr (naming the
+    rank under torchrun) and exits with that class's status."""
     codes = {**EXIT_CODES, **(exit_codes or {})}
+    (record(_run_main) if launched_by_torchrun() else _run_main)(main, cli, codes)
+
+
+def _run_main(main: Callable[[Any, DistContext], Any], cli: Callable[[], Any], codes: Mapping[type, int]) -> None:
+    ctx = None
     try:
-        main(cli())
+        args = cli()
+        with distributed_context(cuda=args.cuda, backend=args.dist_backend, timeout_s=args.dist_timeout_s) as ctx:
+            main(args, ctx)
     except tuple(codes) as e:
-        print(f"error: {e}", file=sys.stderr)
+        where = f" on rank {ctx.rank} of {ctx.world_size}" if ctx is not None and ctx.is_distributed else ""
+        notes = "".join(f"\n{note}" for note in getattr(e, "__notes__", ()))
+        print(f"error{where}: {e}{notes}", file=sys.stderr)
+        if where:
+            get_error_handler().record_exception(e)  # torchrun's failure summary shows the message too
         sys.exit(next(code for cls, code in codes.items() if isinstance(e, cls)))

@@ -152,6 +152,7 @@ for _field, _rule in {
     "max_grad_norm": greater_than(0),
     "ca_shadow_every": at_least(0),
     "hidden_sizes": sizes(),
+    "dist_timeout_s": greater_than(0),
     # ----------------------------------------------------------------------------- PPO
     "gae_lambda": between(0, 1),
     "clip_coef": greater_than(0),

@@ -4,6 +4,7 @@
     python scripts/bench_trainer.py --cases ppo-cartpole      # a subset (names below)
     python scripts/bench_trainer.py --quick                   # tiny versions on the CPU, < 1 min
     python scripts/bench_trainer.py --markdown docs/results/trainer_throughput.json   # its tables
+    python scripts/bench_trainer.py --cases ppo-cartpole-torchrun1 --out docs/results/torchrun_overhead.json
 
 For each case (an env, N envs, T steps):
 
@@ -31,7 +32,11 @@ Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-
 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
 of 16384 frames through the Nature CNN, forward, backward, clip, Adam -- with deterministic cuDNN (the
 trainers' default), cuDNN autotuning, channels-last and ``torch.compile``, in ms per update).  The last
-two are not in the default set: they do not fit the default run's time.
+two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
+(``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
+group, DDP, the per-iteration collectives) against the plain run: the after trainer plain, under torchrun,
+plain again and under torchrun again, one after the other; ``torchrun_vs_plain`` is the ratio of their
+mean steps/s.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class Case:
     after_flags: Tuple[str, ...] = ()  # this checkout only (flags the old trainers lack)
     variants: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # (label, after flags replacing after_flags)
     quick_after_flags: Tuple[str, ...] = ()  # after_flags of the tiny --quick version
+    torchrun_ranks: Tuple[int, ...] = ()  # after again under torchrun with K ranks, alternating with plain runs
     raw_steps: int = 200
     raw_warmup: int = 20
 
@@ -106,6 +112,8 @@ CASES: Dict[str, Case] = {
                             quick_after_flags=IMPALA_QUICK,
                             raw_steps=20, raw_warmup=3),
 }
+CASES["ppo-cartpole-torchrun1"] = dataclasses.replace(CASES["ppo-cartpole"], timed=8, variants=(),
+                                                       torchrun_ranks=(1,))
 DEFAULT_CASES = "ppo-cartpole,impala-cartpole,ppo-breakout"
 UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, minibatch=16384, minibatches=4,
                                         epochs=4)}
@@ -129,7 +137,8 @@ def quick_case(case: Case) -> Case:
 @dataclass
 class Args:
     cases: str = DEFAULT_CASES
-    """comma-separated cases: ppo-cartpole, ppo-breakout, impala-cartpole, impala-breakout, update-breakout"""
+    """comma-separated cases: ppo-cartpole, ppo-breakout, impala-cartpole, impala-breakout, update-breakout,
+    ppo-cartpole-torchrun1"""
     before_root: Optional[str] = None
     """another checkout whose trainers are the 'before' (e.g. a copy of main); none: after only"""
     out: Optional[str] = None
@@ -155,9 +164,11 @@ def trainer_flags(case: Case, extra: Sequence[str]) -> List[str]:
             str(case.num_steps), "--total-timesteps", str(total), "--checkpoint-every", "0", *extra]
 
 
-def run_trainer(root: Path, case: Case, extra: Sequence[str], runs_dir: Path, timeout: int) -> Dict:
-    """Run ``root``'s trainer for ``case`` in a subprocess; the figures from its metrics.jsonl."""
-    cmd = [sys.executable, str(root / "scripts" / f"{case.trainer}.py"), "--runs-dir", str(runs_dir),
+def run_trainer(root: Path, case: Case, extra: Sequence[str], runs_dir: Path, timeout: int, nproc: int = 0) -> Dict:
+    """Run ``root``'s trainer for ``case`` in a subprocess (``nproc`` > 0: under ``torchrun --standalone
+    --nproc-per-node nproc``); the figures from its metrics.jsonl (rank 0 writes it)."""
+    launch = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)] if nproc else []
+    cmd = [sys.executable, *launch, str(root / "scripts" / f"{case.trainer}.py"), "--runs-dir", str(runs_dir),
            "--no-progress", *trainer_flags(case, extra)]
     env = dict(os.environ, PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
@@ -274,6 +285,18 @@ def raw_envpool(case: Case, threads: int) -> Dict:
     return {"sps": res["sps"], "num_threads": res["num_threads"], "steps": res["steps"] * case.num_envs}
 
 
+def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict[str, float]]:
+    """``{"torchrun_vs_plain": {K: mean steps/s under torchrun with K ranks / mean steps/s of the plain
+    after runs}}`` of a case's runs (empty without torchrun runs)."""
+    plain = [r["sps"] for label, r in runs.items() if label in ("after", "after (again)") and "sps" in r]
+    ratios: Dict[str, float] = {}
+    for k in sorted({r["torchrun_ranks"] for r in runs.values() if r.get("torchrun_ranks")}):
+        sps = [r["sps"] for r in runs.values() if r.get("torchrun_ranks") == k and "sps" in r]
+        if plain and sps:
+            ratios[str(k)] = (sum(sps) / len(sps)) / (sum(plain) / len(plain))
+    return {"torchrun_vs_plain": ratios} if ratios else {}
+
+
 # ---------------------------------------------------------------------------- report
 def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
     """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line."""
@@ -313,6 +336,9 @@ def table(results: Dict) -> str:
             lines.append(f"{'':<16}{label:<38}{run['sps']:>12,.0f}{pct(run['sps'] / raw):>9}"
                          f"{pct(run.get('rollout_sps', float('nan')) / raw):>9}{update:>11.1f}"
                          f"{pct(run.get('learner_wait', float('nan'))):>8}")
+    for name, case in results["cases"].items():
+        for k, ratio in case.get("torchrun_vs_plain", {}).items():
+            lines.append(f"{name}: torchrun {k} rank(s) / plain steps/s = {ratio:.3f}")
     lines.append("(rollout: PPO's rollout alone vs raw; update: PPO update / IMPALA learner busy ms per iteration;"
                  " wait: IMPALA learner's queue-wait share)")
     return "\n".join(lines)
@@ -397,14 +423,18 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
 
     # the figures the issue asks for first (raw, before, after of every case), then the variants while
     # the time budget lasts
-    jobs: List[Tuple[str, str, Path, Sequence[str]]] = []
+    jobs: List[Tuple[str, str, Path, Sequence[str], int]] = []  # case, label, checkout, flags, torchrun ranks
     for name in names:
         if name in CASES:
             case = quick_case(CASES[name]) if args.quick else CASES[name]
-            jobs += [(name, "before", before, ())] if before is not None else []
-            jobs.append((name, "after", ROOT, case.after_flags))
+            jobs += [(name, "before", before, (), 0)] if before is not None else []
+            jobs.append((name, "after", ROOT, case.after_flags, 0))
+            for again in ("", " (again)") if case.torchrun_ranks else ():  # alternating: drift shows
+                jobs += [(name, f"after{again}", ROOT, case.after_flags, 0)] if again else []
+                jobs += [(name, f"after, torchrun {k} rank(s){again}", ROOT, case.after_flags, k)
+                         for k in case.torchrun_ranks]
     if args.variants:
-        jobs += [(name, label, ROOT, flags) for name in names if name in CASES
+        jobs += [(name, label, ROOT, flags, 0) for name in names if name in CASES
                  for label, flags in (quick_case(CASES[name]) if args.quick else CASES[name]).variants]
     with tempfile.TemporaryDirectory(prefix="bench_trainer_") as tmp:
         for name in names:
@@ -415,7 +445,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
                     sizes.update(minibatch=8, minibatches=2, epochs=1)
                 results["cases"][name] = {"updates": update_microbench(**sizes), **sizes}
                 write(results, out_path, t_start)
-        for i, (name, label, root, extra) in enumerate(jobs):
+        for i, (name, label, root, extra, nproc) in enumerate(jobs):
             case = quick_case(CASES[name]) if args.quick else CASES[name]
             entry = results["cases"].get(name)
             if entry is None:
@@ -426,16 +456,18 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
                 entry = results["cases"][name] = {
                     "trainer": case.trainer, "env_id": case.env_id, "num_envs": case.num_envs,
                     "num_steps": case.num_steps, "raw": raw_cache[key], "runs": {}}
-            if label not in ("before", "after") and elapsed() > args.time_budget:
+            if not (label in ("before", "after") or nproc or label == "after (again)") and elapsed() > args.time_budget:
                 entry["runs"][label] = {"flags": list(extra), "error": f"skipped: past the {args.time_budget} s budget"}
                 continue
             print(f"[{elapsed():6.0f}s] {name}: {label}", flush=True)
-            run = run_trainer(root, case, extra, Path(tmp) / f"run-{i}", args.run_timeout)
+            run = run_trainer(root, case, extra, Path(tmp) / f"run-{i}", args.run_timeout, nproc)
             if "sps" in run:
                 run["vs_raw"] = run["sps"] / entry["raw"]["sps"]
                 if "rollout_sps" in run:
                     run["rollout_vs_raw"] = run["rollout_sps"] / entry["raw"]["sps"]
+            run.update({"torchrun_ranks": nproc} if nproc else {})
             entry["runs"][label] = run
+            entry.update(torchrun_vs_plain(entry["runs"]))
             write(results, out_path, t_start)  # a call cut short still leaves what was measured
     write(results, out_path, t_start)
     print(f"\nwrote {out_path} ({results['meta']['wall_s']:.0f} s, {results['meta']['device_name']})\n")

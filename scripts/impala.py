@@ -4,6 +4,7 @@
     python scripts/impala.py --correction retrace              # Q critic, Retrace targets, ACER-style PG
     python scripts/impala.py --config configs/impala_atari.yaml --env-id Breakout-v5 --num-envs 4096
     python scripts/impala.py --resume runs/<run>/checkpoints/latest.pt
+    torchrun --standalone --nproc-per-node 2 scripts/impala.py --num-envs 8192   # 2 GPUs: a learner + actors each
 
 Reads top to bottom like ``scripts/ppo.py``: args, env + actors, agent, learner
 loop (get a trajectory batch, credit assignment, update, publish parameters).
@@ -15,11 +16,18 @@ Next-step autoreset: after an episode ends at step t the chain's next
 observation is the final one, so ``V(s_{t+1}) = values[t+1]`` is the
 truncation bootstrap (``truncated=`` goes to the kernels); step t+1 is a dummy
 (action ignored, reward 0) masked out of the loss through ``valid``.
+
+Under torchrun (``rltrain/distributed.py``) every rank is one learner with its
+own actors on its share of the ``--num-envs`` environments; the learners'
+minibatch forward goes through ``learner`` (DDP: gradients averaged over
+ranks), the advantage moments and loss denominators are those of every rank's
+minibatch, and a Ctrl-C on any rank stops them all after the same update.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import queue
 import sys
 import threading
@@ -40,13 +48,15 @@ from envs.synthetic import SyntheticPool, random_trajectory  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
 from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
+from rltrain.distributed import DistContext  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
-from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
+from rltrain.losses import NonFiniteLossError, masked_mean, minibatch_moments  # noqa: E402
 from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
-from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
+from rltrain.runtime import set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
-from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
+from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
+                             run_main, start_run)
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -62,7 +72,8 @@ class Args(ExperimentArgs):
     env_id: str = "CartPole-v1"
     """EnvPool task id (CartPole-v1, Breakout-v5, ...)"""
     num_envs: int = 16
-    """environments in total (split evenly over the actors)"""
+    """environments in total (split evenly over the actors); under torchrun the total over all ranks (each rank
+    steps num_envs / world size with its own --num-actors actors; the world size must divide it)"""
     env_batch_size: int = 0
     """EnvPool async batch: recv returns this many envs (0: all of an actor's envs)"""
     num_actors: int = 1
@@ -71,7 +82,8 @@ class Args(ExperimentArgs):
     """env columns (trajectories) per learner batch (0: all of an actor's envs); narrower batches
     arrive more often and keep the learner busy"""
     num_threads: int = 0
-    """EnvPool worker threads per actor (0: one per core)"""
+    """EnvPool worker threads per actor (0: one per core; under torchrun: one per core of the rank's share of
+    the node)"""
     torch_threads: int = 0
     """torch intra-op threads (0: 1 on CUDA, half the cores on CPU)"""
     queue_size: int = 2
@@ -83,7 +95,7 @@ class Args(ExperimentArgs):
     agent: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
     """network: auto = nature_cnn for images, mlp otherwise"""
     total_timesteps: int = 800_000
-    """total environment steps learned from (counting all envs)"""
+    """total environment steps learned from (counting all envs of all ranks)"""
     learning_rate: float = 5e-4
     """Adam learning rate"""
     anneal_lr: bool = True
@@ -145,27 +157,31 @@ class Args(ExperimentArgs):
                             whole_columns=True)
 
 
-def main(args: Args) -> dict:
+def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     validate(args)  # every flag; the rules are in rltrain/validation.py
+    ctx = ctx or DistContext.single_process(args.cuda)  # under torchrun: this rank (rltrain.run_main)
+    run_args, args = args, ctx.rank_args(args)  # args: this rank's share (num_envs / world size envs)
     width = args.num_envs // args.num_actors  # envs of one actor
     batch_envs = args.learner_batch().columns  # env columns per learner batch
     T = args.num_steps
-    batch_size = T * batch_envs
+    batch_size = T * batch_envs  # this rank's
+    global_batch = batch_size * ctx.world_size
     num_updates = args.total_timesteps // batch_size
     num_minibatches, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches,
                                                           args.minibatch_size)
     minibatch_width = minibatch_size // T
-    device = select_device(args.cuda)
-    set_torch_threads(args.torch_threads, device)
-    seed_everything(args.seed, args.torch_deterministic)
+    device = ctx.device
+    set_torch_threads(args.torch_threads, device, ctx.cores_per_rank())
+    seed_everything(ctx.rank_seed(args.seed), args.torch_deterministic)
     timer = PhaseTimer(device)
     credit = CreditAssignment(args.ca_backend, device, timer, "learner/ca", shadow=args.ca_shadow_backend,
                               shadow_every=args.ca_shadow_every)
 
     # ---------------------------------------------------------------- env (one async EnvPool per actor)
     env_list = []
+    env_seed = ctx.env_seed(args.seed, 10_000 * args.num_actors)  # actor i's envs: env_seed + 10_000 * i + j
     for i in range(0 if args.synthetic else args.num_actors):  # --synthetic: no environments, no actors
-        envs, info = make_envs(args.env_id, width, args.seed + 10_000 * i, args.num_threads,
+        envs, info = make_envs(args.env_id, width, env_seed + 10_000 * i, args.num_threads,
                                batch_size=args.env_batch_size or width)
         env_list.append(envs)
     if args.synthetic:
@@ -183,22 +199,25 @@ def main(args: Args) -> dict:
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda it: max(1.0 - it / num_updates, 0.0) if args.anneal_lr else 1.0)
 
-    # ---------------------------------------------------------------- resume / run folder
-    state = TrainerState(args, agent, optimizer, scheduler)
-    run = start_run(args, state, num_updates, device)
+    # ---------------------------------------------------------------- resume / run folder (rank 0 logs)
+    state = TrainerState(run_args, agent, optimizer, scheduler)
+    run = start_run(run_args, state, num_updates, ctx)
     run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
     start_update, global_step = run.iteration, run.global_step
     clock = TrainingClock(run.wall_s)  # training seconds, across --resume
     evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
-                                    args.eval_greedy, args.num_threads) if args.eval_every else None
+                                    args.eval_greedy, args.num_threads) if args.eval_every and ctx.is_main else None
+    learner = ctx.wrap_model(agent)  # the minibatch forward: DDP averages the gradients over ranks
+    ranks = f" | per rank; {ctx.describe()}" if ctx.is_distributed else ""
     logger.write(f"run folder {run_dir} | device {device} | {args.correction} backend {credit.label} | "
                  f"{args.num_actors} actor(s) x {width} envs (recv batch {args.env_batch_size or width}), "
-                 f"learner batch {batch_envs} envs x T={T}, {num_updates} updates"
+                 f"learner batch {batch_envs} envs x T={T}{ranks}, {num_updates} updates"
                  + (f" | resumed at update {start_update}" if run.resumed else ""))
 
     def checkpoint(path: Path, update: int) -> None:
+        ctx.check_replicas(agent)
         state.save(path, iteration=update, global_step=global_step, recent_returns=recent_returns,
-                   run_dir=run_dir, wall_s=clock.seconds())
+                   run_dir=run_dir, wall_s=clock.seconds(), ctx=ctx)
 
     # ---------------------------------------------------------------- actors: own policy copy (its step
     # recorded as a CUDA graph here, before any thread runs), bounded queue
@@ -216,25 +235,27 @@ def main(args: Args) -> dict:
                             discrete=info.discrete, action_low=info.action_low, action_high=info.action_high,
                             capture=args.cuda_graphs))
     interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks
+    # under torchrun every rank learns its Ctrl-C from the readout instead, so that all stop after one update
+    pool_interrupt = None if ctx.is_distributed else interrupt
     if args.synthetic:
         pool = SyntheticPool(random_trajectory(
             agent, num_steps=T, num_envs=batch_envs, obs_shape=info.obs_shape, obs_dtype=obs_dtype,
-            action_shape=info.action_shape, action_dtype=act_dtype, device=device, seed=args.seed),
-            version=start_update, interrupt=interrupt)
+            action_shape=info.action_shape, action_dtype=act_dtype, device=device, seed=ctx.rank_seed(args.seed)),
+            version=start_update, interrupt=pool_interrupt)
     else:
-        pool = ActorPool(actors, traj_queue, stop, interrupt, stall_timeout_s=args.actor_timeout_s)
+        pool = ActorPool(actors, traj_queue, stop, pool_interrupt, stall_timeout_s=args.actor_timeout_s)
     tables = {name: PhaseTable() for name in credit.names}
     start_time, start_step = time.perf_counter(), global_step
     clock.start()
-    update, in_update, interrupted = start_update, False, False
+    update, in_update, interrupted, stop_all = start_update, False, False, False
 
-    def policy_and_critic(mb):
+    def policy_and_critic(mb, model: nn.Module = agent):
         """The current policy and critic on env columns ``mb`` (time-major, T+1 observations: s_T
         bootstraps): ``(logp, entropy, log_rhos, critic, probs)`` with log pi(a_t|s_t), its entropy and
         log pi/mu (0 at invalid steps) [T, M], the critic's V [T+1, M] or Q [T+1, M, A], and pi(.|s_t)
-        [T+1, M, A] for a Q critic (else None)."""
+        [T+1, M, A] for a Q critic (else None).  ``model``: ``learner`` for a pass that is backpropagated."""
         Tm, M = mb.actions.shape[:2]
-        dist, critic = agent.dist_and_critic(mb.obs.flatten(0, 1))
+        dist, critic = model("dist_and_critic", mb.obs.flatten(0, 1))
         actions = torch.cat([mb.actions, mb.actions[-1:]]).flatten(0, 1)
         logp = dist.log_prob(actions).view(Tm + 1, M)[:Tm]
         entropy = dist.entropy().view(Tm + 1, M)[:Tm]
@@ -279,18 +300,18 @@ def main(args: Args) -> dict:
         minibatch's forward pass (--advantage-recompute minibatch)."""
         Tm = mb.actions.shape[0]
         with timer.phase("learner/forward"):
-            logp, entropy, log_rhos, critic, probs = policy_and_critic(mb)
+            logp, entropy, log_rhos, critic, probs = policy_and_critic(mb, learner)
             valid = mb.valid.float()
-            denom = valid.sum().clamp_min(1.0)
         target, adv = assign_credit(mb, log_rhos, critic, probs) if targets is None else targets
         with timer.phase("learner/forward"):
             if args.correction == "vtrace":
                 pred = critic[:Tm]
             else:
                 pred = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
+            # over every rank's minibatch under torchrun (one all-reduce), this one in a single process
+            adv_mean, adv_std, denom = minibatch_moments(adv, valid, ctx)
             if args.norm_adv:
-                mean = masked_mean(adv, valid, denom)
-                adv = (adv - mean) / (masked_mean((adv - mean).square(), valid, denom).sqrt() + 1e-8)
+                adv = (adv - adv_mean) / (adv_std + 1e-8)
             pg_loss = -masked_mean(adv * logp, valid, denom)
             v_loss = 0.5 * masked_mean((pred - target).square(), valid, denom)
             ent = masked_mean(entropy, valid, denom)
@@ -312,13 +333,15 @@ def main(args: Args) -> dict:
         interrupt.install()
         pool.start()
         for update in range(start_update + 1, num_updates + 1):
+            if stop_all:  # a Ctrl-C reached a rank during the last update: every rank stops here
+                raise KeyboardInterrupt
             t_iter = time.perf_counter()
             credit.start_iteration(update)
             # -------------------------------------------------------- get a trajectory batch (queue wait)
             t0 = time.perf_counter()
             traj = pool.get()
             learner_wait = time.perf_counter() - t0
-            global_step += batch_size
+            global_step += global_batch
             with torch.no_grad():
                 valid_versions = traj.versions[traj.valid]
                 lag = (update - 1) - valid_versions  # learner updates between acting and learning
@@ -341,7 +364,7 @@ def main(args: Args) -> dict:
                     loss, stats = loss_and_stats(mb, ret_stats=epoch == 0, targets=mb_targets)
                     if stats is not None:
                         mb_stats.append(stats)
-                    with timer.phase("learner/backward"):
+                    with ctx.timed_backward(timer, "learner/backward"):  # + "learner/allreduce" under DDP
                         optimizer.zero_grad(set_to_none=True)
                         loss.backward()
                     with timer.phase("learner/optim"):
@@ -357,16 +380,31 @@ def main(args: Args) -> dict:
             secs = timer.read()
             wall = time.perf_counter() - t_iter
             stats = torch.stack(mb_stats)
-            loss_mean, pg, vl, ent, old_kl, kl, cf, mean_rho, ev = stats.nanmean(0).tolist()
-            if not np.isfinite([loss_mean, pg, vl]).all():
-                raise NonFiniteLossError(
-                    f"non-finite loss (NaN/inf) at update {update} (global step {global_step}); "
-                    f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
+            names = ["losses/loss", "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/old_approx_kl",
+                     "losses/approx_kl", "losses/clipfrac", "losses/mean_rho", "losses/explained_variance"]
+            losses = dict(zip(names, stats.nanmean(0).tolist()))
             recent_returns.extend(traj.episode_returns)
             a_secs = summarize_actor_secs([traj])
             a_wall, a_wait = a_secs.pop("actor/wall", 0.0), a_secs.pop("actor/queue_wait", 0.0)
             learn_s = wall - learner_wait
             groups = group_totals(secs)
+            phases = {f"perf/{k}_s": s for k, s in {**groups, **secs, **a_secs}.items()}
+            phases.update({"perf/learner_queue_wait_s": learner_wait, "perf/actor_queue_wait_s": a_wait})
+            lag = dict(zip(["policy_lag/mean", "policy_lag/max"], lag_stats.tolist())) if lag_stats is not None else {}
+            actor_sps = traj.actor_steps / max(a_wall - a_wait, 1e-9)  # queue waits left out
+            g = iteration_readout(
+                ctx, phase_secs=phases, means=losses, sums={"charts/actor_SPS": actor_sps},
+                maxima={"policy_lag/max_over_ranks": lag["policy_lag/max"]} if lag and ctx.is_distributed else {},
+                episode_returns=traj.episode_returns, episode_lengths=traj.episode_lengths,
+                recent_returns=recent_returns, finite=bool(np.isfinite([losses[k] for k in names[:3]]).all()),
+                interrupted=interrupt.requested,
+            )  # every rank's figures: the same on every rank
+            if g["nonfinite_rank"] < math.inf:
+                where = f" on rank {g['nonfinite_rank']:.0f}" if ctx.is_distributed else ""
+                raise NonFiniteLossError(
+                    f"non-finite loss (NaN/inf){where} at update {update} (global step {global_step}); "
+                    f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
+            stop_all = g["interrupted"] > 0
             ca = secs.get("learner/ca", 0.0)
             upd = sum(v for k, v in secs.items() if k != "learner/ca")
             elapsed = time.perf_counter() - start_time
@@ -374,42 +412,38 @@ def main(args: Args) -> dict:
                 "charts/learning_rate": optimizer.param_groups[0]["lr"],
                 "charts/SPS": (global_step - start_step) / elapsed,
                 "charts/wall_s": clock.seconds(),
-                "charts/actor_SPS": traj.actor_steps / max(a_wall - a_wait, 1e-9),
-                "charts/learner_SPS": batch_size / max(learn_s, 1e-9),
-                "losses/loss": loss_mean, "losses/policy_loss": pg, "losses/value_loss": vl,
-                "losses/entropy": ent, "losses/old_approx_kl": old_kl, "losses/approx_kl": kl,
-                "losses/clipfrac": cf, "losses/mean_rho": mean_rho, "losses/explained_variance": ev,
-                "perf/iteration_s": wall, "perf/iteration_sps": batch_size / wall,
-                "perf/learner_queue_wait_s": learner_wait, "perf/actor_queue_wait_s": a_wait,
+                "charts/actor_SPS": g["charts/actor_SPS"],  # all actors of all ranks
+                "charts/learner_SPS": global_batch / max(learn_s, 1e-9),
+                **{k: g[k] for k in names},
+                "perf/iteration_s": wall, "perf/iteration_sps": global_batch / wall,
                 "perf/ca_share_update": ca / (ca + upd) if ca + upd > 0 else 0.0,
                 "perf/ca_share_iteration": ca / wall,
                 **credit.end_iteration(secs, wall),
-                **{f"perf/{k}_s": s for k, s in {**groups, **secs}.items()},
-                **{f"perf/{k}_s": s for k, s in a_secs.items()},
+                **{k: g[k] for k in phases},  # the slowest rank's
+                **({f"perf/rank0/{k[len('perf/'):]}": s for k, s in phases.items()} if ctx.is_distributed else {}),
+                **lag,  # this rank's (rank 0's)
+                **({"policy_lag/max_over_ranks": g["policy_lag/max_over_ranks"]}
+                   if "policy_lag/max_over_ranks" in g else {}),
+                **episode_metrics(g),
             }
-            if lag_stats is not None:
-                lag_mean, lag_max = lag_stats.tolist()
-                metrics["policy_lag/mean"], metrics["policy_lag/max"] = lag_mean, lag_max
-            if traj.episode_returns:
-                metrics["charts/episodic_return"] = float(np.mean(traj.episode_returns))
-                metrics["charts/episodic_length"] = float(np.mean(traj.episode_lengths))
-            if recent_returns:
-                metrics["charts/avg_episodic_return"] = float(np.mean(recent_returns))
             if evaluation is not None and update % args.eval_every == 0:
                 with clock.paused():
                     metrics.update(evaluation(agent))
             logger.log({"charts/iteration": update, **metrics}, global_step)
             logger.progress(sps=metrics["charts/SPS"], ret=metrics.get("charts/avg_episodic_return"))
-            tables[credit.name].add({**secs, "learner/queue_wait": learner_wait}, wall)
+            tables[credit.name].add({**secs, "learner/queue_wait": learner_wait}, wall)  # this rank's phases
 
             if args.checkpoint_every and update % args.checkpoint_every == 0:
                 checkpoint(run_dir / "checkpoints" / "latest.pt", update)
-            if (args.stop_at_return is not None and len(recent_returns) == recent_returns.maxlen
-                    and np.mean(recent_returns) >= args.stop_at_return):
-                logger.write(f"average return {np.mean(recent_returns):.1f} >= {args.stop_at_return} at global step "
+            average = metrics.get("charts/avg_episodic_return", -math.inf)  # every rank's last episodes
+            if (args.stop_at_return is not None and g["episodes/recent_count"] == recent_returns.maxlen * ctx.world_size
+                    and average >= args.stop_at_return):
+                logger.write(f"average return {average:.1f} >= {args.stop_at_return} at global step "
                              f"{global_step}: stopping early")
                 break
     except KeyboardInterrupt:
+        if ctx.is_distributed and not stop_all:  # a second Ctrl-C on this rank: out at once
+            raise
         interrupted = True
         logger.write(f"interrupted at update {update}; stopping the actors")
         if args.checkpoint_every and not in_update:  # a consistent state: keep it for --resume
@@ -425,11 +459,17 @@ def main(args: Args) -> dict:
 
     if args.save_model and not interrupted:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_updates)
-    avg_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
+    ctx.check_replicas(agent)
+    if ctx.world_size > 1:
+        logger.write(f"parameters identical on all {ctx.world_size} ranks")
+    recent = iteration_readout(ctx, phase_secs={}, means={}, episode_returns=[], episode_lengths=[],
+                               recent_returns=recent_returns, finite=True)  # every rank's last episodes
+    avg_return = episode_metrics(recent).get("charts/avg_episodic_return", float("nan"))
+    of_rank0 = f", rank 0 of {ctx.world_size}" if ctx.is_distributed else ""
     for name, table in tables.items():
-        logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend {credit.labels[name]}):\n"
-                     f"{table.format()}")
-    logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
+        logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend "
+                     f"{credit.labels[name]}{of_rank0}):\n{table.format()}")
+    logger.write(f"global step {global_step}, average return (last {recent['episodes/recent_count']:.0f} episodes) "
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,

@@ -4,6 +4,7 @@
     python scripts/ppo.py --config configs/atari.yaml --env-id Breakout-v5 --num-envs 4096
     python scripts/ppo.py --config configs/mujoco.yaml --env-id HalfCheetah-v4
     python scripts/ppo.py --resume runs/<run>/checkpoints/latest.pt
+    torchrun --standalone --nproc-per-node 2 scripts/ppo.py --num-envs 8192   # 2 GPUs, 4096 envs each
 
 Reads top to bottom: args, env, agent, rollout, GAE, update.  Shared
 parts live in the packages: networks in ``agents/``, EnvPool construction,
@@ -11,6 +12,13 @@ env groups, episode statistics and normalisation in ``envs/``, the rollout
 collector (env groups stepped in turn, the policy step replayed from a CUDA
 graph), timers, logging, checkpointing and seeding in ``rltrain/``.  See
 ``docs/training.md``.
+
+Under torchrun (``rltrain/distributed.py``) each rank steps its share of the
+``--num-envs`` environments, computes GAE on its own rollout and updates
+through DDP: the update's forward goes through ``learner`` (the DDP wrapper;
+the agent itself in a single process), acting through ``agent``; the
+advantage moments and loss denominators of each minibatch are those of every
+rank's rows together.
 
 Next-step autoreset (EnvPool / Gymnasium 1.x): after an episode ends at step
 t, the obs returned is the final obs, so ``V(obs_{t+1})`` is the truncation
@@ -20,9 +28,11 @@ out of the loss through ``buf.valid``.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal, Optional, Tuple
 
@@ -38,13 +48,15 @@ from envs.synthetic import fill_rollout  # noqa: E402
 from rltrain.collector import RolloutCollector  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402,F401 -- ConfigError: what main raises for bad input
 from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
+from rltrain.distributed import DistContext  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
-from rltrain.losses import NonFiniteLossError, masked_mean  # noqa: E402
+from rltrain.losses import NonFiniteLossError, masked_mean, minibatch_moments  # noqa: E402
 from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.rollout import RolloutBuffer, minibatch_indices  # noqa: E402
-from rltrain.runtime import select_device, set_torch_threads  # noqa: E402
+from rltrain.runtime import set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
-from rltrain.trainer import TrainerState, parse_trainer_args, run_main, start_run  # noqa: E402
+from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
+                             run_main, start_run)
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -60,9 +72,11 @@ class Args(ExperimentArgs):
     env_id: str = "CartPole-v1"
     """EnvPool task id (CartPole-v1, Breakout-v5, HalfCheetah-v4, ...)"""
     num_envs: int = 8
-    """number of parallel environments"""
+    """number of parallel environments; under torchrun the total over all ranks (each rank steps
+    num_envs / world size; the world size must divide it)"""
     num_threads: int = 0
-    """EnvPool worker threads of each env group (0: one per core)"""
+    """EnvPool worker threads of each env group (0: one per core; under torchrun: one per core of the rank's
+    share of the node)"""
     env_groups: int = 0
     """env groups stepped in turn, so env stepping overlaps inference (must divide num_envs;
     0: 2 on CUDA, 1 on CPU)"""
@@ -76,7 +90,7 @@ class Args(ExperimentArgs):
     agent: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
     """network: auto = nature_cnn for images, mlp otherwise"""
     total_timesteps: int = 300_000
-    """total environment steps (counting all envs)"""
+    """total environment steps (counting all envs of all ranks)"""
     learning_rate: float = 2.5e-3
     """Adam learning rate"""
     anneal_lr: bool = True
@@ -88,9 +102,10 @@ class Args(ExperimentArgs):
     gae_lambda: float = 0.95
     """GAE lambda"""
     num_minibatches: int = 4
-    """minibatches per epoch (must divide num_envs * num_steps; 0: derived from --minibatch-size)"""
+    """minibatches per epoch (must divide num_envs * num_steps, under torchrun a rank's share; 0: derived
+    from --minibatch-size)"""
     minibatch_size: int = 0
-    """steps per minibatch (0: derived from --num-minibatches; both given must agree)"""
+    """steps per minibatch (of each rank under torchrun; 0: derived from --num-minibatches; both given must agree)"""
     update_epochs: int = 4
     """epochs over the rollout per update"""
     norm_adv: bool = True
@@ -130,14 +145,48 @@ class Args(ExperimentArgs):
         return LearnerBatch(rows=self.num_steps, columns=self.num_envs)
 
 
-def main(args: Args) -> dict:
+def minibatch_loss(args: Args, learner: nn.Module, b: dict, b_valid: torch.Tensor, mb: torch.Tensor,
+                   moments: Optional[torch.Tensor] = None):
+    """PPO's clipped loss on the rows ``mb`` of the flat rollout ``b``; the autoreset dummy rows
+    (``b_valid`` 0) are left out.  ``moments``: ``(mean, std, denominator)`` of the minibatch's
+    advantages and valid rows over every rank (distributed run), None: of these rows
+    (:func:`rltrain.losses.minibatch_moments`).  Returns the loss, its diagnostics and the approximate KL."""
+    m = b_valid[mb]
+    mb_adv = b["advantages"][mb]
+    adv_mean, adv_std, denom = minibatch_moments(mb_adv, m) if moments is None else moments
+    _, newlogprob, entropy, newvalue = learner("get_action_and_value", b["obs"][mb], b["actions"][mb])
+    logratio = newlogprob - b["logprobs"][mb]
+    ratio = logratio.exp()
+    if args.norm_adv:
+        mb_adv = (mb_adv - adv_mean) / (adv_std + 1e-8)
+    pg_loss = masked_mean(torch.max(-mb_adv * ratio,
+                                    -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)), m, denom)
+    v_loss_unclipped = (newvalue - b["returns"][mb]).square()
+    if args.clip_vloss:
+        v_clipped = b["values"][mb] + (newvalue - b["values"][mb]).clamp(-args.clip_coef, args.clip_coef)
+        v_loss_unclipped = torch.max(v_loss_unclipped, (v_clipped - b["returns"][mb]).square())
+    v_loss = 0.5 * masked_mean(v_loss_unclipped, m, denom)
+    entropy_loss = masked_mean(entropy, m, denom)
+    loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
+    with torch.no_grad():  # diagnostics, read once per iteration
+        approx_kl = masked_mean((ratio - 1) - logratio, m, denom)
+        clipfrac = masked_mean(((ratio - 1).abs() > args.clip_coef).float(), m, denom)
+        stats = torch.stack([loss, pg_loss, v_loss, entropy_loss,
+                             masked_mean(-logratio, m, denom), approx_kl, clipfrac])
+    return loss, stats, approx_kl
+
+
+def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     validate(args)  # every flag; the rules are in rltrain/validation.py
-    batch_size = args.num_envs * args.num_steps
+    ctx = ctx or DistContext.single_process(args.cuda)  # under torchrun: this rank (rltrain.run_main)
+    run_args, args = args, ctx.rank_args(args)  # args: this rank's share (num_envs / world size envs)
+    batch_size = args.num_envs * args.num_steps  # this rank's
+    global_batch = batch_size * ctx.world_size
     _, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches, args.minibatch_size)
     num_iterations = args.total_timesteps // batch_size
-    device = select_device(args.cuda)
-    set_torch_threads(args.torch_threads, device)
-    seed_everything(args.seed, args.torch_deterministic)
+    device = ctx.device
+    set_torch_threads(args.torch_threads, device, ctx.cores_per_rank())
+    seed_everything(ctx.rank_seed(args.seed), args.torch_deterministic)
     timer = PhaseTimer(device)
     credit = CreditAssignment(args.ca_backend, device, timer, "ca", shadow=args.ca_shadow_backend,
                               shadow_every=args.ca_shadow_every)
@@ -147,7 +196,7 @@ def main(args: Args) -> dict:
         envs, info = None, spec_info(args.env_id, args.num_envs)
     else:
         envs = EnvGroups(args.env_id, args.num_envs, default_env_groups(args.env_groups, args.num_envs, device),
-                         args.seed, args.num_threads)
+                         ctx.env_seed(args.seed, args.num_envs), args.num_threads)
         info = envs.info
     N, T = args.num_envs, args.num_steps
     obs_norm = ObsNormalizer(info.obs_shape, device) if args.norm_obs else None
@@ -160,29 +209,33 @@ def main(args: Args) -> dict:
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda it: max(1.0 - it / num_iterations, 0.0) if args.anneal_lr else 1.0)
 
-    # ---------------------------------------------------------------- resume / run folder
-    state = TrainerState(args, agent, optimizer, scheduler, obs_norm=obs_norm, rew_norm=rew_norm)
-    run = start_run(args, state, num_iterations, device)
+    # ---------------------------------------------------------------- resume / run folder (rank 0 logs)
+    state = TrainerState(run_args, agent, optimizer, scheduler, obs_norm=obs_norm, rew_norm=rew_norm)
+    run = start_run(run_args, state, num_iterations, ctx)
     run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
     start_iteration, global_step = run.iteration, run.global_step
     clock = TrainingClock(run.wall_s)  # training seconds, across --resume
     evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
-                                    args.eval_greedy, args.num_threads) if args.eval_every else None
+                                    args.eval_greedy, args.num_threads) if args.eval_every and ctx.is_main else None
+    learner = ctx.wrap_model(agent)  # the update's forward: DDP averages the gradients over ranks
+    norm_syncs = [ctx.running_stats_sync(n.rms) for n in (obs_norm, rew_norm) if n is not None]
     env_desc = "synthetic rollout" if args.synthetic else f"{envs.num_groups} group(s)"
+    ranks = f" per rank | {ctx.describe()}" if ctx.is_distributed else ""
     logger.write(f"run folder {run_dir} | device {device} | GAE backend {credit.label} | "
-                 f"{N} envs ({env_desc}) x {T} steps, {num_iterations} iterations" +
+                 f"{N} envs ({env_desc}) x {T} steps{ranks}, {num_iterations} iterations" +
                  (f" | resumed at iteration {start_iteration}" if run.resumed else ""))
 
     def checkpoint(path: Path, iteration: int) -> None:
+        ctx.check_replicas(agent)
         state.save(path, iteration=iteration, global_step=global_step, recent_returns=recent_returns,
-                   run_dir=run_dir, wall_s=clock.seconds())
+                   run_dir=run_dir, wall_s=clock.seconds(), ctx=ctx)
 
     # ---------------------------------------------------------------- storage + rollout collector
     if args.synthetic:  # the storage holds one random rollout, learned from every iteration
         collector = None
         buf = RolloutBuffer.allocate(T, N, info.obs_shape, torch.uint8 if info.obs_dtype == np.uint8 else torch.float32,
                                      info.action_shape, torch.long if info.discrete else torch.float32, device)
-        bootstrap_obs = fill_rollout(buf, agent, seed=args.seed)
+        bootstrap_obs = fill_rollout(buf, agent, seed=ctx.rank_seed(args.seed))
         with torch.no_grad():
             bootstrap_value = agent.get_value(bootstrap_obs)
     else:
@@ -215,41 +268,20 @@ def main(args: Args) -> dict:
     start_time, start_step = time.perf_counter(), global_step
     clock.start()
 
-    def minibatch_loss(b: dict, b_valid: torch.Tensor, mb: torch.Tensor):
-        """PPO's clipped loss on the rows ``mb`` of the flat rollout ``b``; the autoreset dummy rows
-        (``b_valid`` 0) are left out.  Returns the loss, its diagnostics and the approximate KL."""
-        m = b_valid[mb]
-        denom = m.sum().clamp_min(1.0)
-        _, newlogprob, entropy, newvalue = agent.get_action_and_value(b["obs"][mb], b["actions"][mb])
-        logratio = newlogprob - b["logprobs"][mb]
-        ratio = logratio.exp()
-        mb_adv = b["advantages"][mb]
-        if args.norm_adv:
-            mean = masked_mean(mb_adv, m, denom)
-            std = masked_mean((mb_adv - mean).square(), m, denom).sqrt()
-            mb_adv = (mb_adv - mean) / (std + 1e-8)
-        pg_loss = masked_mean(torch.max(-mb_adv * ratio,
-                                        -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)), m, denom)
-        v_loss_unclipped = (newvalue - b["returns"][mb]).square()
-        if args.clip_vloss:
-            v_clipped = b["values"][mb] + (newvalue - b["values"][mb]).clamp(-args.clip_coef, args.clip_coef)
-            v_loss_unclipped = torch.max(v_loss_unclipped, (v_clipped - b["returns"][mb]).square())
-        v_loss = 0.5 * masked_mean(v_loss_unclipped, m, denom)
-        entropy_loss = masked_mean(entropy, m, denom)
-        loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
-        with torch.no_grad():  # diagnostics, read once per iteration
-            approx_kl = masked_mean((ratio - 1) - logratio, m, denom)
-            clipfrac = masked_mean(((ratio - 1).abs() > args.clip_coef).float(), m, denom)
-            stats = torch.stack([loss, pg_loss, v_loss, entropy_loss,
-                                 masked_mean(-logratio, m, denom), approx_kl, clipfrac])
-        return loss, stats, approx_kl
+    def advantage_moments(minibatches: torch.Tensor) -> Optional[torch.Tensor]:
+        """``[K, 3]``: each minibatch's (mean, std, denominator) over its rows on every rank, in one
+        all-reduce; None in a single process (the loss computes them from its own rows)."""
+        if not ctx.is_distributed:
+            return None
+        return ctx.masked_moments(b["advantages"], b_valid, index=minibatches).loss_terms()
 
-    loss_fn = torch.compile(minibatch_loss, dynamic=False) if args.compile else minibatch_loss
+    loss_fn = partial(minibatch_loss, args, learner)
+    loss_fn = torch.compile(loss_fn, dynamic=False) if args.compile else loss_fn
 
     for iteration in range(start_iteration + 1, num_iterations + 1):
         t_iter = time.perf_counter()
         credit.start_iteration(iteration)
-        global_step += batch_size
+        global_step += global_batch
 
         # ------------------------------------------------------------ rollout
         ep_returns, ep_lengths = [], []
@@ -268,20 +300,22 @@ def main(args: Args) -> dict:
         for epoch in range(args.update_epochs):
             with timer.phase("update/forward"):
                 minibatches = minibatch_indices(batch_size, minibatch_size, device)
+                moments = advantage_moments(minibatches)
             for i, mb in enumerate(minibatches):
                 if (epoch or i) and targets_due(args.advantage_recompute, epoch, i):
                     advantages, returns = recompute_advantages()
                     b["advantages"], b["returns"] = advantages.reshape(-1), returns.reshape(-1)
+                    moments = advantage_moments(minibatches)
                 with timer.phase("update/forward"):
-                    loss, mb_stat, approx_kl = loss_fn(b, b_valid, mb)
+                    loss, mb_stat, approx_kl = loss_fn(b, b_valid, mb, None if moments is None else moments[i])
                     mb_stats.append(mb_stat)
-                with timer.phase("update/backward"):
+                with ctx.timed_backward(timer):  # "update/backward", under DDP also "update/allreduce"
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                 with timer.phase("update/optim"):
                     nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                     optimizer.step()
-            if args.target_kl is not None and approx_kl.item() > args.target_kl:
+            if args.target_kl is not None and ctx.all_reduce(approx_kl, "mean").item() > args.target_kl:
                 break
         with timer.phase("update/optim"):
             scheduler.step()
@@ -291,53 +325,62 @@ def main(args: Args) -> dict:
         wall = time.perf_counter() - t_iter
         stats = torch.stack(mb_stats)
         finite = bool(torch.isfinite(stats).all())
-        loss_mean, pg, vl, ent, old_kl, kl, cf = stats.mean(0).tolist()
-        if not finite:
-            raise NonFiniteLossError(
-                f"non-finite loss (NaN/inf) at iteration {iteration} (global step {global_step}); "
-                f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
         with torch.no_grad():
             valid = b["valid"]
             y, v = b["returns"][valid], b["values"][valid]
             explained_var = (1 - (y - v).var() / y.var()).item() if y.numel() > 1 else float("nan")
         recent_returns.extend(ep_returns)
+        for sync in norm_syncs:  # observation / reward statistics of every rank's rollout
+            sync()
         groups = group_totals(secs)
+        phases = {f"perf/{k}_s": s for k, s in {**groups, **secs}.items()}
+        losses = dict(zip(["losses/loss", "losses/policy_loss", "losses/value_loss", "losses/entropy",
+                           "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac"], stats.mean(0).tolist()))
+        g = iteration_readout(ctx, phase_secs=phases, means={**losses, "losses/explained_variance": explained_var},
+                              episode_returns=ep_returns, episode_lengths=ep_lengths, recent_returns=recent_returns,
+                              finite=finite)  # every rank's figures: the same on every rank
+        if g["nonfinite_rank"] < math.inf:
+            where = f" on rank {g['nonfinite_rank']:.0f}" if ctx.is_distributed else ""
+            raise NonFiniteLossError(
+                f"non-finite loss (NaN/inf){where} at iteration {iteration} (global step {global_step}); "
+                f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
         ca, upd = groups.get("ca", 0.0), groups.get("update", 0.0)
         metrics = {
             "charts/learning_rate": optimizer.param_groups[0]["lr"],
             "charts/SPS": (global_step - start_step) / (time.perf_counter() - start_time),
             "charts/wall_s": clock.seconds(),
-            "losses/loss": loss_mean, "losses/policy_loss": pg, "losses/value_loss": vl,
-            "losses/entropy": ent, "losses/old_approx_kl": old_kl, "losses/approx_kl": kl,
-            "losses/clipfrac": cf, "losses/explained_variance": explained_var,
-            "perf/iteration_s": wall, "perf/iteration_sps": batch_size / wall,
+            **{k: g[k] for k in (*losses, "losses/explained_variance")},
+            "perf/iteration_s": wall, "perf/iteration_sps": global_batch / wall,
             "perf/ca_share_update": ca / (ca + upd) if ca + upd > 0 else 0.0,
             "perf/ca_share_iteration": ca / wall,
             **credit.end_iteration(secs, wall),
-            **{f"perf/{k}_s": s for k, s in {**groups, **secs}.items()},
+            **{k: g[k] for k in phases},  # the slowest rank's
+            **({f"perf/rank0/{k[len('perf/'):]}": s for k, s in phases.items()} if ctx.is_distributed else {}),
+            **episode_metrics(g),
         }
-        if ep_returns:
-            metrics["charts/episodic_return"] = float(np.mean(ep_returns))
-            metrics["charts/episodic_length"] = float(np.mean(ep_lengths))
-        if recent_returns:
-            metrics["charts/avg_episodic_return"] = float(np.mean(recent_returns))
         if evaluation is not None and iteration % args.eval_every == 0:
             with clock.paused():
                 metrics.update(evaluation(agent, obs_norm))
         logger.log({"charts/iteration": iteration, **metrics}, global_step)
         logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
-        tables[credit.name].add(secs, wall)
+        tables[credit.name].add(secs, wall)  # this rank's phases: they add up to its wall clock
 
         if args.checkpoint_every and iteration % args.checkpoint_every == 0:
             checkpoint(run_dir / "checkpoints" / "latest.pt", iteration)
 
     if args.save_model:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_iterations)
-    avg_return = float(np.mean(recent_returns)) if recent_returns else float("nan")
+    ctx.check_replicas(agent)
+    if ctx.world_size > 1:
+        logger.write(f"parameters identical on all {ctx.world_size} ranks")
+    recent = iteration_readout(ctx, phase_secs={}, means={}, episode_returns=[], episode_lengths=[],
+                               recent_returns=recent_returns, finite=True)  # every rank's last episodes
+    avg_return = episode_metrics(recent).get("charts/avg_episodic_return", float("nan"))
+    of_rank0 = f", rank 0 of {ctx.world_size}" if ctx.is_distributed else ""
     for name, table in tables.items():
-        logger.write(f"\nphase table ({table.iterations} iterations, GAE backend {credit.labels[name]}):\n"
+        logger.write(f"\nphase table ({table.iterations} iterations, GAE backend {credit.labels[name]}{of_rank0}):\n"
                      f"{table.format()}")
-    logger.write(f"global step {global_step}, average return (last {len(recent_returns)} episodes) "
+    logger.write(f"global step {global_step}, average return (last {recent['episodes/recent_count']:.0f} episodes) "
                  f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
     logger.close()
     envs.close() if envs is not None else None

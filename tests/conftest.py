@@ -7,6 +7,8 @@
 * ``device`` fixture: ``"cuda"`` when available, else ``"cpu"``; the same
   suite runs on both.
 * ``load_script``: import a trainer script (``scripts/<name>.py``) as a module.
+* ``torchrun`` / ``torchrun_failures``: launch a script on CPU ranks (Gloo) and read the
+  launcher's failure summary.
 * Input generators (``make_inputs``) for every estimator of the public API
   and ``rel_err``.  Test modules import these functions with
   ``from conftest import ...`` (pytest puts ``tests/`` on ``sys.path``).
@@ -62,6 +64,47 @@ def load_script(name: str):
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def torchrun_command(script: str, *args: str, nproc: int = 2, launcher: tuple = ()) -> list:
+    """``python -m torch.distributed.run --standalone --nproc-per-node nproc [launcher...] script args``
+    (``nproc`` 0: ``python script args``)."""
+    import sys as _sys
+    runner = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc), *launcher] if nproc else []
+    return [_sys.executable, *runner, script, *args]
+
+
+def torchrun_env() -> dict:
+    """This environment without a surrounding launch's variables, the checkout first on ``PYTHONPATH``,
+    one OpenMP thread per rank (the ranks share the CPU)."""
+    root = str(Path(__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARIABLES and not k.startswith("TORCHELASTIC")}
+    env.update(PYTHONPATH=os.pathsep.join([root, env.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
+    return env
+
+
+def torchrun(script: str, *args: str, nproc: int = 2, timeout: float = 120, launcher: tuple = ()):
+    """Run :func:`torchrun_command` from the checkout's root; ``(CompletedProcess, wall seconds)``."""
+    import subprocess
+    import time
+
+    t0 = time.perf_counter()
+    done = subprocess.run(torchrun_command(script, *args, nproc=nproc, launcher=launcher), capture_output=True,
+                          text=True, env=torchrun_env(), timeout=timeout, cwd=Path(__file__).resolve().parents[1])
+    return done, time.perf_counter() - t0
+
+
+def torchrun_failures(output: str) -> Dict[int, str]:
+    """``{rank: its block of torchrun's failure summary}`` (the failures and the root cause)."""
+    import re
+
+    assert "FAILED" in output, output[-3000:]
+    summary = output[output.rindex("FAILED"):]
+    blocks = re.split(r"^\[\d+\]:$", summary, flags=re.M)[1:]
+    return {int(re.search(r"rank\s*: (\d+) \(local_rank", b).group(1)): b for b in blocks}
 
 
 OPS = (

@@ -180,6 +180,7 @@ def test_trainer_state_roundtrip_and_resume_defaults(tmp_path):
 
 @pytest.mark.parametrize("error, code", [("config", 2), ("nonfinite", 3), ("other", 4)])
 def test_run_main_exit_codes(capsys, error, code):
+    from rltrain.config import DistributedArgs
     from rltrain.losses import NonFiniteLossError
     from rltrain.trainer import run_main
 
@@ -188,11 +189,18 @@ def test_run_main_exit_codes(capsys, error, code):
 
     errors = {"config": ConfigError("bad --num-envs"), "nonfinite": NonFiniteLossError("nan at iteration 3"),
               "other": OtherError("actor 0 failed")}
+    contexts = []
 
-    def main(_):
+    def main(args, ctx):
+        contexts.append(ctx)
         raise errors[error]
 
+    @dataclass
+    class Args(DistributedArgs):
+        cuda: bool = False
+
     with pytest.raises(SystemExit) as exit_info:
-        run_main(main, lambda: None, {OtherError: 4})
+        run_main(main, Args, {OtherError: 4})
     assert exit_info.value.code == code
     assert capsys.readouterr().err == f"error: {errors[error]}\n"
+    assert not contexts[0].is_distributed  # a plain run: no process group

@@ -63,6 +63,7 @@ BAD = {
     "actor_timeout_s": (0.0, "--actor-timeout-s must be > 0, got 0.0"),
     "episodes": (0, "--episodes must be an integer >= 1, got 0"),
     "fps": (0, "--fps must be an integer >= 1, got 0"),
+    "dist_timeout_s": (0.0, "--dist-timeout-s must be > 0, got 0.0"),
 }
 CASES = [(name, field) for name, script in {**TRAINERS, "evaluate": evaluate_script}.items()
          for field in (f.name for f in dataclasses.fields(script.Args)) if field in FIELD_RULES]
