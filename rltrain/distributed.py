@@ -407,8 +407,11 @@ class DistContext:
 
     # ---------------------------------------------------------------- end of the job
     def close(self) -> None:
-        """Leave the process group (after a run that ended normally)."""
+        """Leave the process group (after a run that ended normally).  Every rank first waits for the
+        others: rank 0 serves the rendezvous store, and a rank still talking to it when rank 0's process
+        exits can abort at its own exit."""
         if self.is_distributed and dist.is_initialized():
+            dist.barrier()
             dist.destroy_process_group()
 
     def report_failure(self, exc: BaseException) -> None:
