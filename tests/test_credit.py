@@ -153,6 +153,22 @@ def test_shadow_metrics_and_arithmetic():
         assert 0 <= m["perf/ca_shadow_rel_err"] < EQUIVALENCE_TOL
 
 
+def test_a_good_critic_passes_the_shadow_check():
+    """CartPole solved: reward 1 a step, values near their discounted sum (~100), advantages ~0.01. The
+    float32 loop's rounding of the values is then large against the advantages' own norm; the check
+    measures it against the returns', so a correct baseline is not mistaken for a wrong one."""
+    g = torch.Generator().manual_seed(3)
+    values = (1 / (1 - 0.99)) * torch.ones(128, 64) + 0.01 * torch.randn(128, 64, generator=g)
+    args = [torch.ones(128, 64), values, torch.zeros(128, 64, dtype=torch.bool), values[-1].clone()]
+    kw = dict(truncated=torch.zeros(128, 64, dtype=torch.bool), gamma=0.99, lam=0.95)
+    credit, timer = make("triton", shadow="loop", shadow_every=1)
+    for it in (1, 2):
+        credit.start_iteration(it)
+        credit.gae(*[a.to(DEVICE) for a in args], **{k: v.to(DEVICE) if torch.is_tensor(v) else v for k, v in kw.items()})
+        metrics = credit.end_iteration(timer.read(), 1.0)
+    assert metrics["perf/ca_shadow_rel_err"] < EQUIVALENCE_TOL
+
+
 def test_shadow_disagreement_raises(monkeypatch):
     from kernels.baselines import loop
 
@@ -203,6 +219,10 @@ def test_rel_err():
     assert float(rel_err((a, a), (a, a))) == 0.0
     assert float(rel_err(a * 1.01, a)) == pytest.approx(0.01)
     assert math.isnan(float(rel_err(torch.tensor([1.0, float("nan")]), torch.ones(2))))
+    # an output much smaller than another (advantages beside returns): its error counts against the largest
+    adv, ret = torch.full((4,), 0.01, dtype=torch.float64), torch.full((4,), 100.0, dtype=torch.float64)
+    assert float(rel_err((adv + 1e-4, ret), (adv, ret))) == pytest.approx(1e-6)
+    assert float(rel_err((adv, ret * 1.001), (adv, ret))) == pytest.approx(1e-3)
 
 
 @pytest.mark.cuda
