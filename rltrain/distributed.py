@@ -411,7 +411,7 @@ class DistContext:
         others: rank 0 serves the rendezvous store, and a rank still talking to it when rank 0's process
         exits can abort at its own exit."""
         if self.is_distributed and dist.is_initialized():
-            dist.barrier()
+            self.barrier()
             dist.destroy_process_group()
 
     def report_failure(self, exc: BaseException) -> None:
