@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from rltrain.runtime import make_run_dir
 from rltrain.seeding import get_rng_state, set_rng_state
 
 __all__ = ["parse_trainer_args", "TrainerState", "RunStart", "start_run", "iteration_readout", "episode_metrics",
+           "report_end",
            "run_main", "EXIT_CODES"]
 
 A = TypeVar("A")
@@ -205,6 +207,29 @@ def episode_metrics(readout: Mapping[str, float]) -> Dict[str, float]:
     if readout["episodes/recent_count"]:
         out["charts/avg_episodic_return"] = readout["episodes/recent_return_sum"] / readout["episodes/recent_count"]
     return out
+
+
+def report_end(ctx: DistContext, agent: torch.nn.Module, logger: Any, tables: Mapping[str, Any],
+               labels: Mapping[str, str], *, unit: str, estimator: str, recent_returns: Sequence[float],
+               global_step: int, start_time: float) -> float:
+    """The end of a run, on every rank: check that the ranks' parameters are identical, then write (rank
+    0's logger) each credit-assignment backend's phase table -- ``tables`` and ``labels`` by backend name,
+    ``unit`` what a table row counts ("iterations", "updates"), ``estimator`` what the backend computes
+    ("GAE", "vtrace") -- and the last line: global step, the average return of every rank's last
+    episodes, wall time since ``start_time``.  Returns that average (NaN without episodes)."""
+    ctx.check_replicas(agent)
+    if ctx.world_size > 1:
+        logger.write(f"parameters identical on all {ctx.world_size} ranks")
+    recent = iteration_readout(ctx, phase_secs={}, means={}, episode_returns=[], episode_lengths=[],
+                               recent_returns=recent_returns, finite=True)  # every rank's last episodes
+    avg_return = episode_metrics(recent).get("charts/avg_episodic_return", float("nan"))
+    of_rank0 = f", rank 0 of {ctx.world_size}" if ctx.is_distributed else ""
+    for name, table in tables.items():
+        logger.write(f"\nphase table ({table.iterations} {unit}, {estimator} backend {labels[name]}{of_rank0}):\n"
+                     f"{table.format()}")
+    logger.write(f"global step {global_step}, average return (last {recent['episodes/recent_count']:.0f} episodes) "
+                 f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
+    return avg_return
 
 
 def run_main(main: Callable[[Any, DistContext], Any], cli: Callable[[], Any],

@@ -56,7 +56,7 @@ from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.runtime import set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
-                             run_main, start_run)
+                             report_end, run_main, start_run)
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -459,18 +459,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
     if args.save_model and not interrupted:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_updates)
-    ctx.check_replicas(agent)
-    if ctx.world_size > 1:
-        logger.write(f"parameters identical on all {ctx.world_size} ranks")
-    recent = iteration_readout(ctx, phase_secs={}, means={}, episode_returns=[], episode_lengths=[],
-                               recent_returns=recent_returns, finite=True)  # every rank's last episodes
-    avg_return = episode_metrics(recent).get("charts/avg_episodic_return", float("nan"))
-    of_rank0 = f", rank 0 of {ctx.world_size}" if ctx.is_distributed else ""
-    for name, table in tables.items():
-        logger.write(f"\nphase table ({table.iterations} updates, {args.correction} backend "
-                     f"{credit.labels[name]}{of_rank0}):\n{table.format()}")
-    logger.write(f"global step {global_step}, average return (last {recent['episodes/recent_count']:.0f} episodes) "
-                 f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
+    avg_return = report_end(ctx, agent, logger, tables, credit.labels, unit="updates", estimator=args.correction,
+                            recent_returns=recent_returns, global_step=global_step, start_time=start_time)
     logger.close()
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
             "iterations": sum(table.iterations for table in tables.values()), "interrupted": interrupted}

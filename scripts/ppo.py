@@ -56,7 +56,7 @@ from rltrain.rollout import RolloutBuffer, minibatch_indices  # noqa: E402
 from rltrain.runtime import set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
-                             run_main, start_run)
+                             report_end, run_main, start_run)
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -370,18 +370,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
     if args.save_model:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_iterations)
-    ctx.check_replicas(agent)
-    if ctx.world_size > 1:
-        logger.write(f"parameters identical on all {ctx.world_size} ranks")
-    recent = iteration_readout(ctx, phase_secs={}, means={}, episode_returns=[], episode_lengths=[],
-                               recent_returns=recent_returns, finite=True)  # every rank's last episodes
-    avg_return = episode_metrics(recent).get("charts/avg_episodic_return", float("nan"))
-    of_rank0 = f", rank 0 of {ctx.world_size}" if ctx.is_distributed else ""
-    for name, table in tables.items():
-        logger.write(f"\nphase table ({table.iterations} iterations, GAE backend {credit.labels[name]}{of_rank0}):\n"
-                     f"{table.format()}")
-    logger.write(f"global step {global_step}, average return (last {recent['episodes/recent_count']:.0f} episodes) "
-                 f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
+    avg_return = report_end(ctx, agent, logger, tables, credit.labels, unit="iterations", estimator="GAE",
+                            recent_returns=recent_returns, global_step=global_step, start_time=start_time)
     logger.close()
     envs.close() if envs is not None else None
     evaluation.close() if evaluation is not None else None
