@@ -21,7 +21,6 @@ Builders are pure tensor code, so they can be traced by ``torch.compile``.
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -232,10 +231,11 @@ def make_estimators(run: Runner) -> dict:
     is accepted for signature parity.
     """
     import kernels
+    from kernels.estimators import MODULES
 
     def estimator(op: str):
         public = getattr(kernels, op)
-        validate = importlib.import_module(f"kernels.{op}").validate
+        validate = MODULES[op].validate
 
         @functools.wraps(public)
         def solve(*args, config=None, **kwargs):

@@ -1,0 +1,74 @@
+"""The default launch of a problem, from its shape and the device's properties.
+
+A short rule, no device constants: a 4-warp program holds a tile of about ``TILE_ELEMENTS``
+elements (16 per thread) shaped so that its loads are 16-byte vectors along the contiguous axis;
+programs are made narrower until there are ``PROGRAMS_PER_MULTIPROCESSOR`` per multiprocessor of
+the device, and where even then they would leave multiprocessors idle, tiles become programs of
+their own (look-back). Walks of several chunks are pipelined. A tuned table of the device
+(``kernels.launch.tuned``) overrides this where a sweep measured something faster.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import torch
+
+from kernels._triton import triton
+from kernels.launch.config import LaunchConfig
+
+TILE_ELEMENTS = 2048  # a 4-warp program's tile: 16 elements per thread
+PROGRAMS_PER_MULTIPROCESSOR = 2
+LOOKBACK_FROM_CHUNKS = 4  # a column of fewer chunks is walked by one program even on an idle GPU
+LONGEST_ROW_TILE = 256  # steps of a time-contiguous tile
+PIPELINE_STAGES = 2
+
+
+class DeviceInfo(NamedTuple):
+    """What the launch rule and the tuned tables need to know of a device."""
+
+    name: str
+    multiprocessors: int
+
+
+@lru_cache(maxsize=None)
+def _cuda_info(index: int) -> DeviceInfo:
+    props = torch.cuda.get_device_properties(index)
+    return DeviceInfo(props.name, props.multi_processor_count)
+
+
+def device_info(device: torch.device) -> DeviceInfo:
+    """The properties of ``device`` (``torch.cuda.get_device_properties``); a CPU, where the
+    interpreter runs programs one after another, counts as one multiprocessor."""
+    if device.type != "cuda":
+        return DeviceInfo(device.type, 1)
+    return _cuda_info(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def heuristic_config(T: int, N: int, time_contiguous: bool, itemsize: int, device: DeviceInfo) -> LaunchConfig:
+    """The rule's launch for a ``[T, N]`` problem (``time_contiguous``: time is the stride-1 axis, as
+    in ``[N, T]`` storage) of ``itemsize``-byte floats on ``device`` (module docstring)."""
+    vector = max(1, 16 // itemsize)  # elements of one 16-byte load
+    tile = TILE_ELEMENTS // max(1, itemsize // 4)  # float64 tiles hold half as many
+    t_pow, n_pow = triton.next_power_of_2(max(T, 1)), triton.next_power_of_2(max(N, 1))
+    target = PROGRAMS_PER_MULTIPROCESSOR * device.multiprocessors
+    if time_contiguous:
+        block_t = min(t_pow, LONGEST_ROW_TILE)
+        block_n = min(n_pow, max(1, tile // block_t))
+        narrowest = 1
+    else:
+        block_n = min(n_pow, 16 * vector)  # 16 lanes of 16-byte vectors along environments
+        block_t = min(t_pow, max(1, tile // block_n), LONGEST_ROW_TILE)
+        narrowest = min(n_pow, 4 * vector)  # 64-byte rows at least
+    while block_n > narrowest and triton.cdiv(N, block_n) < target:
+        block_n //= 2
+        if not time_contiguous:
+            block_t = min(t_pow, block_t * 2, LONGEST_ROW_TILE)
+    num_chunks = triton.cdiv(T, block_t)
+    lookback = triton.cdiv(N, block_n) < device.multiprocessors and num_chunks >= LOOKBACK_FROM_CHUNKS
+    if lookback:  # shorter tiles, more programs
+        block_t = max(16, min(block_t, tile // block_n))
+    num_warps = min(8, max(1, block_t * block_n // (32 * 16)))
+    stages = 1 if lookback or num_chunks < 3 else PIPELINE_STAGES
+    return LaunchConfig(block_t, block_n, num_warps, lookback, stages)

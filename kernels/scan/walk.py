@@ -1,0 +1,72 @@
+"""The walk over time: which chunks a program owns, and the scan of one chunk with its carry.
+
+A program owns ``BLOCK_N`` environments and walks time in chunks of ``BLOCK_T`` steps (``LOOKBACK``
+0), or owns one ``[BLOCK_T, BLOCK_N]`` tile whose carry-in comes from the earlier tiles by decoupled
+look-back (``LOOKBACK``: the look-back window, ``kernels.scan.lookback``). Each chunk's pairs are
+scanned on chip with ``affine_then``; the value carried in from the previous chunk is then applied,
+``y = A + B * carry``, and the chunk's last row in scan order becomes the next carry.
+"""
+
+from __future__ import annotations
+
+from kernels._triton import tl, triton
+from kernels.scan.lookback import affine_then, carry_in, edge_row
+
+
+@triton.jit
+def affine_then_with_previous(a1, b1, e1, f1, a2, b2, e2, f2):
+    """``affine_then`` on the inclusive maps, plus each element's exclusive map ``(e, f)``: the
+    composition of every map strictly before it in scan order. A lone element is ``(alpha, beta, 0,
+    1)``; combining keeps the later element's exclusive map composed after the earlier part."""
+    return a2 + b2 * a1, b1 * b2, e2 + f2 * a1, f2 * b1
+
+
+@triton.jit
+def program_chunks(T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr):
+    """``(block, first_chunk, end_chunk, num_chunks)`` of this program: its column of environments
+    and the chunks it walks (all of them; with look-back its one tile, numbered chunk-major)."""
+    num_chunks = tl.cdiv(T, BLOCK_T)
+    if LOOKBACK:
+        tile = tl.program_id(0)
+        n_blocks = tl.cdiv(N, BLOCK_N)
+        first = tile // n_blocks
+        return tile % n_blocks, first, first + 1, num_chunks
+    return tl.program_id(0), 0, num_chunks, num_chunks
+
+
+@triton.jit
+def _carried(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+             BACKWARD: tl.constexpr, LOOKBACK: tl.constexpr):
+    """The carry into a chunk scanned into ``(A, B)``: the walk's ``carry``, or found by look-back."""
+    if LOOKBACK:
+        carry = carry_in(edge_row(A, BACKWARD), edge_row(B, BACKWARD), carry, chunk, block, T, N, ws, flags,
+                         BLOCK_T, BLOCK_N, LOOKBACK)
+    return carry
+
+
+@triton.jit
+def scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
+               REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr, LOOKBACK: tl.constexpr):
+    """Solve one chunk whose rows are ``chunk_times(..., REVERSE, LATEST_FIRST)``: ``(y, carry_out)``.
+
+    ``alpha, beta`` are the tile's pairs, the identity ``(0, 1)`` where masked; ``carry`` the value
+    carried in (with look-back: the recurrence's initial value)."""
+    BACKWARD: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
+    A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=BACKWARD)
+    carry = _carried(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD, LOOKBACK)
+    y = A + B * carry[None, :]
+    return y, edge_row(y, BACKWARD)
+
+
+@triton.jit
+def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr,
+                         BLOCK_N: tl.constexpr, LATEST_FIRST: tl.constexpr, LOOKBACK: tl.constexpr):
+    """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (``carry`` after the last
+    step of the chunk): ``(y, y_next, carry_out)``, from the scan's exclusive maps."""
+    BACKWARD: tl.constexpr = not LATEST_FIRST
+    none_a = tl.zeros_like(alpha)
+    A, B, E, F = tl.associative_scan((alpha, beta, none_a, none_a + 1.0), 0, affine_then_with_previous,
+                                     reverse=BACKWARD)
+    carry = _carried(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD, LOOKBACK)
+    y = A + B * carry[None, :]
+    return y, E + F * carry[None, :], edge_row(y, BACKWARD)
