@@ -48,7 +48,10 @@ def launch(kernel, programs: int, device: torch.device, args: tuple, constexprs:
     ``scratch``: tensors allocated for this launch alone (zeroed when int32: look-back flags)."""
     with _on(_index(device)):
         compiled = kernel[(programs,)](*args, **constexprs, num_warps=num_warps)
-    record(compiled, programs, args, tuple(constexprs.values()), scratch, device)
+    if getattr(_recording, "launches", None) is not None:
+        trailing = [p.name for p in kernel.params[len(args):]]
+        if sorted(trailing) == sorted(constexprs):  # the launcher takes the constexprs in signature order
+            record(compiled, programs, args, tuple(constexprs[name] for name in trailing), scratch, device)
 
 
 def record(compiled, programs: int, args: tuple, constexpr_values: tuple, scratch: tuple, device) -> None:

@@ -68,7 +68,7 @@ def _discounted_returns_kernel(r_ptr, s_r_t, s_r_n, term_ptr, s_term_t, s_term_n
             v_after = scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
         alpha, beta = discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC)
         g, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                   LATEST_FIRST, LOOKBACK)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
         scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

@@ -48,7 +48,7 @@ def _eligibility_traces_kernel(x_ptr, s_x_t, s_x_n, done_ptr, s_done_t, s_done_n
         done_before = scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, scan.tile_mask(t - 1, T, n_ok))
         beta = eligibility_traces_beta(done_before, mask, decay)
         z, carry = scan.scan_chunk(x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
-                                   LATEST_FIRST, LOOKBACK)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
         scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 
 

@@ -51,7 +51,7 @@ def _episodic_prefix_sum_kernel(x_ptr, s_x_t, s_x_n, flag_ptr, s_flag_t, s_flag_
             new_episode = scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, scan.tile_mask(t - 1, T, n_ok))
         beta = episodic_prefix_sum_beta(new_episode, mask, ACC)
         c, carry = scan.scan_chunk(x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
-                                   LATEST_FIRST, LOOKBACK)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
         scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 
 

@@ -65,7 +65,7 @@ def _gae_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_next)
         alpha, beta = gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
         adv, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                     LATEST_FIRST, LOOKBACK)
+                                     LATEST_FIRST, LOOKBACK, NUM_STAGES)
         scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 

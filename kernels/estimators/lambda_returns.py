@@ -56,7 +56,7 @@ def _lambda_returns_kernel(r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr
             done = done | scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
         alpha, beta = lambda_returns_pairs(r, v_after, terminated, done, mask, gamma, lam)
         g, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                   LATEST_FIRST, LOOKBACK)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
         scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

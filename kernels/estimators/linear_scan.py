@@ -39,7 +39,7 @@ def _linear_scan_kernel(a_ptr, s_a_t, s_a_n, b_ptr, s_b_t, s_b_n, init_ptr, s_in
         alpha = scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
         beta = tl.where(mask, scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
         y, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
-                                   LATEST_FIRST, LOOKBACK)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
         scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 
 

@@ -63,7 +63,7 @@ def _retrace_kernel(r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr, s_eq_t, s_
         alpha, beta = retrace_pairs(r, q, expected_next_q, rho_next, terminated, done, mask, not_last, gamma, lam,
                                     c_bar)
         d, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                   LATEST_FIRST, LOOKBACK)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
         scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 

@@ -82,7 +82,7 @@ def _vtrace_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_l
         alpha, beta = vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
         if PG_IS_X:
             x, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                       LATEST_FIRST, LOOKBACK)
+                                       LATEST_FIRST, LOOKBACK, NUM_STAGES)
             pg_adv = x
         else:
             x, x_next, carry = scan.scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T,

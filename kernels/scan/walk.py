@@ -46,15 +46,26 @@ def _carried(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, 
 
 @triton.jit
 def scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-               REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr, LOOKBACK: tl.constexpr):
+               REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr, LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr):
     """Solve one chunk whose rows are ``chunk_times(..., REVERSE, LATEST_FIRST)``: ``(y, carry_out)``.
 
     ``alpha, beta`` are the tile's pairs, the identity ``(0, 1)`` where masked; ``carry`` the value
-    carried in (with look-back: the recurrence's initial value)."""
+    carried in (with look-back: the recurrence's initial value). The carry-out is the chunk's last row
+    in scan order, a reduction across the tile's threads, which a look-back tile (its carry-out is
+    published by ``carry_in``) and an unpipelined walk's last chunk skip (returning ``carry``): a tile
+    holding a whole short sequence reduces nothing. Pipelined walks keep it (a branch in their loop
+    costs more than it saves)."""
     BACKWARD: tl.constexpr = REVERSE and not LATEST_FIRST  # scanned last row to first
     A, B = tl.associative_scan((alpha, beta), 0, affine_then, reverse=BACKWARD)
     carry = _carried(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD, LOOKBACK)
     y = A + B * carry[None, :]
+    if LOOKBACK:
+        return y, carry
+    if NUM_STAGES == 1:
+        carry_out = carry
+        if chunk + 1 < tl.cdiv(T, BLOCK_T):
+            carry_out = edge_row(y, BACKWARD)
+        return y, carry_out
     return y, edge_row(y, BACKWARD)
 
 
@@ -62,11 +73,14 @@ def scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.co
 def scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T: tl.constexpr,
                          BLOCK_N: tl.constexpr, LATEST_FIRST: tl.constexpr, LOOKBACK: tl.constexpr):
     """Reverse ``scan_chunk`` that also returns ``y_{t+1}`` for every row (``carry`` after the last
-    step of the chunk): ``(y, y_next, carry_out)``, from the scan's exclusive maps."""
+    step of the chunk): ``(y, y_next, carry_out)``, from the scan's exclusive maps. Walks keep the
+    carry-out's reduction in every chunk."""
     BACKWARD: tl.constexpr = not LATEST_FIRST
     none_a = tl.zeros_like(alpha)
     A, B, E, F = tl.associative_scan((alpha, beta, none_a, none_a + 1.0), 0, affine_then_with_previous,
                                      reverse=BACKWARD)
     carry = _carried(A, B, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, BACKWARD, LOOKBACK)
     y = A + B * carry[None, :]
+    if LOOKBACK:
+        return y, E + F * carry[None, :], carry
     return y, E + F * carry[None, :], edge_row(y, BACKWARD)
