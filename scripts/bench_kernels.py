@@ -17,6 +17,8 @@ GPU::
     python scripts/bench_kernels.py --quick --out docs/results/kernels_quick_grid.json   # the published grid
     python scripts/bench_kernels.py --estimators gae,vtrace --time-budget 540
     python scripts/bench_kernels.py --shapes 4096x128,512x8192 --impls triton,sequential
+    git worktree add /tmp/before 3bbb8bb      # an earlier checkout's kernels, timed in this process:
+    python scripts/bench_kernels.py --quick --impls triton --before-root /tmp/before   # speedup_vs_before
 
 CPU (CI, tiny grid)::
 
