@@ -386,9 +386,9 @@ def import_before(root: Path):
     earlier commit) imported in this process as ``kernels_before``, beside this checkout's.
 
     Its modules import each other as ``kernels.*``, so while it loads, this checkout's ``kernels``
-    modules step out of ``sys.modules`` and ``root`` leads ``sys.path``; afterwards the modules it
-    loaded whose names this checkout also uses are renamed ``kernels_before.*`` and this checkout's
-    come back. Its other modules keep their names, so that its own lazy imports still find them."""
+    modules step out of ``sys.modules`` and ``root`` leads ``sys.path``; afterwards every module it
+    loaded is renamed ``kernels_before.*`` and this checkout's come back. Those whose names no module
+    of this checkout has also keep their own names, so that its lazy imports still find them."""
     root = Path(root).resolve()
     if not (root / "kernels" / "__init__.py").is_file():
         raise SystemExit(f"--before-root: no kernels package under {root}")
@@ -401,9 +401,17 @@ def import_before(root: Path):
         loaded = {name: sys.modules.pop(name) for name in list(sys.modules)
                   if name == "kernels" or name.startswith("kernels.")}
         for name, module in loaded.items():
-            sys.modules[BEFORE_MODULE + name[len("kernels"):] if name in ours else name] = module
+            sys.modules[BEFORE_MODULE + name[len("kernels"):]] = module
+            if not _in_this_checkout(name):
+                sys.modules[name] = module
         sys.modules.update(ours)
     return sys.modules[BEFORE_MODULE]
+
+
+def _in_this_checkout(name: str) -> bool:
+    """Whether module ``kernels.<...>`` is one of this checkout's (loaded or not)."""
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def default_config(est, N, T, layout, dtype, device="cuda"):
