@@ -33,7 +33,7 @@ def affine_then(a1, b1, a2, b2):
 @triton.jit
 def edge_row(y, BACKWARD: tl.constexpr):
     """The last row of a scanned tile in scan order (the first row when scanned ``BACKWARD``)."""
-    edge: tl.constexpr = 0 if BACKWARD else y.shape[0] - 1
+    edge = 0 if BACKWARD else y.shape[0] - 1
     rows = tl.arange(0, y.shape[0])
     return tl.sum(tl.where(rows[:, None] == edge, y, 0.0), axis=0)
 
