@@ -13,7 +13,7 @@
 
 from envs.episode_stats import EpisodeStats
 from envs.groups import EnvGroups, default_env_groups
-from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs, spec_info
+from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs, spec_info, threads_per_pool
 from envs.normalize import ObsNormalizer, RewardNormalizer, RunningMeanStd
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "RunningMeanStd",
     "UnknownEnvError",
     "default_env_groups",
+    "threads_per_pool",
     "env_family",
     "make_envs",
     "spec_info",

@@ -16,7 +16,8 @@ so while the host and the device work on one group the others step.  Pool ``g`` 
 would get in one pool of ``N`` -- the same episodes as a single synchronous pool for the same actions
 (tested).
 
-``num_threads`` is per group (0: one per core): when several groups step at once they share the cores.
+``num_threads`` is per group (0: one per core); for classic-control envs the groups, which step at the
+same time, divide it between them (:func:`envs.make.threads_per_pool`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, List, Tuple
 import numpy as np
 import torch
 
-from envs.make import EnvInfo, make_envs
+from envs.make import EnvInfo, env_family, make_envs, threads_per_pool
 from rltrain.config import ConfigError
 
 __all__ = ["EnvGroups", "default_env_groups"]
@@ -52,8 +53,9 @@ class EnvGroups:
         self.num_envs, self.num_groups = num_envs, num_groups
         self.group_size = M = num_envs // num_groups
         self.pools: List[Any] = []
+        threads = threads_per_pool(num_threads, num_groups, env_family(env_id))
         for g in range(num_groups):
-            pool, info = make_envs(env_id, M, seed + g * M, num_threads, batch_size=M, **kwargs)
+            pool, info = make_envs(env_id, M, seed + g * M, threads, batch_size=M, **kwargs)
             self.pools.append(pool)
         self.info: EnvInfo = dataclasses.replace(info, num_envs=num_envs)
         self._ids = np.arange(M, dtype=np.int32)

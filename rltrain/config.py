@@ -53,7 +53,8 @@ class ExperimentArgs(DistributedArgs):
     seed: int = 1
     """seed of the experiment (torch, numpy, python, EnvPool)"""
     torch_deterministic: bool = True
-    """set torch.backends.cudnn.deterministic"""
+    """deterministic cuDNN kernels (torch.backends.cudnn.deterministic); off: cuDNN picks the fastest
+    convolution algorithms by timing them (cudnn.benchmark)"""
     cuda: bool = True
     """use CUDA when it is available"""
     cuda_graphs: bool = True

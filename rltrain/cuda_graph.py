@@ -9,6 +9,14 @@ the tensors ``fn`` returned during the recording, overwritten by each replay.  P
 place (optimizer steps, ``load_state_dict``, ``copy_``) are seen by the next replay without recording
 again.  Random numbers are best drawn outside, into an input (see :mod:`rltrain.policy_step`).
 
+Each call is recorded on a stream of its own.  PyTorch keys cuBLAS workspaces by (handle, stream), and
+a recording bakes the workspace's address into the graph; ``torch.cuda.graph`` without a stream records
+every graph of the process on one shared stream, so all of them would share one workspace.  Two such
+graphs replayed at once on two streams (IMPALA's actor threads) then write into the same workspace,
+and cuBLAS kernels that keep counters there (split-K / stream-K GEMMs) can wait for ever: an H100 run
+with two actors stalled inside the actors' next synchronisation (pytorch/pytorch#193402 describes the
+sharing).
+
 Where there is no CUDA device (or ``enabled=False``) the call is simply ``fn()``.
 """
 
@@ -43,7 +51,7 @@ class CapturedCall:
                     fn()
             torch.cuda.current_stream(self.device).wait_stream(side)
             self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph, pool=pool):
+            with torch.cuda.graph(self.graph, pool=pool, stream=side):  # own workspace: module docstring
                 self.result = fn()
 
     @property

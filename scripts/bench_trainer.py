@@ -8,8 +8,9 @@
 
 For each case (an env, N envs, T steps):
 
-1. **raw EnvPool**: random actions through one synchronous pool of the same N and threads
-   (``scripts/bench_envpool.py``), in this process;
+1. **raw EnvPool**: random actions through one synchronous pool of the same N
+   (``scripts/bench_envpool.py``), in this process, with one thread per core and, for CartPole, half as
+   many (4096 CartPole envs step faster on 8 threads of a 16-core host than on 16): the faster is "raw";
 2. **the trainers**, each a subprocess with its checkout first on ``PYTHONPATH``: ``after`` is this
    checkout, ``before`` the checkout at ``--before-root`` (same flags, minus the ones it does not
    have), then variants of ``after`` (one env group, no CUDA graphs, ``--compile``, ...).  Each runs a
@@ -83,6 +84,7 @@ class Case:
     torchrun_ranks: Tuple[int, ...] = ()  # after again under torchrun with K ranks, alternating with plain runs
     raw_steps: int = 200
     raw_warmup: int = 20
+    raw_threads: Tuple[int, ...] = (1,)  # raw EnvPool with cores / k threads for each k; the fastest is "raw"
 
     @property
     def round_steps(self) -> int:
@@ -90,23 +92,28 @@ class Case:
 
 
 CARTPOLE_VARIANTS = (
+    ("after, 2 groups x cores threads each", ("--num-threads", str(2 * num_cores()))),
     ("after, --compile", ("--compile",)),
     ("after, 1 env group", ("--env-groups", "1")),
-    ("after, 2 groups x cores/2 threads", ("--num-threads", str(max(1, num_cores() // 2)))),
     ("after, no CUDA graphs", ("--no-cuda-graphs",)),
 )
-IMPALA_AFTER = ("--num-actors", "2", "--learner-batch-envs", "128")
+IMPALA_AFTER = ("--num-actors", "2", "--learner-batch-envs", "512")
 IMPALA_QUICK = ("--num-actors", "2", "--learner-batch-envs", "2")
 CASES: Dict[str, Case] = {
-    "ppo-cartpole": Case("ppo", "CartPole-v1", 4096, 128, warmup=2, timed=5, variants=CARTPOLE_VARIANTS),
+    "ppo-cartpole": Case("ppo", "CartPole-v1", 4096, 128, warmup=2, timed=5, variants=CARTPOLE_VARIANTS,
+                         raw_threads=(1, 2)),
     # the update of both checkouts: 4 epochs x 4 minibatches of the batch (CleanRL's Atari update)
     "ppo-breakout": Case("ppo", "Breakout-v5", 4096, 16, warmup=1, timed=3,
                          flags=("--config", "configs/atari.yaml", "--num-minibatches", "4", "--update-epochs", "4"),
-                         after_flags=("--minibatch-size", "0"), raw_steps=20, raw_warmup=3),
+                         after_flags=("--minibatch-size", "0"), raw_steps=20, raw_warmup=3,
+                         variants=(("after, --num-threads cores/2", ("--minibatch-size", "0", "--num-threads",
+                                                                    str(max(1, num_cores() // 2)))),)),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
-                            variants=(("after, batches of 512", ("--num-actors", "2", "--learner-batch-envs", "512")),
-                                      ("after, full-width batches (2048)", ("--num-actors", "2")))),
+                            variants=tuple((f"after, batches of {w}", ("--num-actors", "2", "--learner-batch-envs", str(w)))
+                                           for w in (256, 1024, 128)) + (
+                                ("after, full-width batches (2048)", ("--num-actors", "2")),),
+                            raw_threads=(1, 2)),
     "impala-breakout": Case("impala", "Breakout-v5", 4096, 20, warmup=1, timed=3,
                             flags=("--config", "configs/impala_atari.yaml"), after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
@@ -280,9 +287,17 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
 
 
 def raw_envpool(case: Case, threads: int) -> Dict:
-    res = bench_envpool.main(bench_envpool.Args(env_id=case.env_id, num_envs=case.num_envs, num_threads=threads,
-                                                steps=case.raw_steps, warmup=case.raw_warmup))
-    return {"sps": res["sps"], "num_threads": res["num_threads"], "steps": res["steps"] * case.num_envs}
+    """Raw EnvPool with ``threads`` worker threads (0: each of ``cores / k`` for k in ``case.raw_threads``);
+    the fastest is the raw figure, every count tried is kept under ``tried``."""
+    counts = [threads] if threads else sorted({max(1, num_cores() // k) for k in case.raw_threads}, reverse=True)
+    tried = {}
+    for n in counts:
+        res = bench_envpool.main(bench_envpool.Args(env_id=case.env_id, num_envs=case.num_envs, num_threads=n,
+                                                    steps=case.raw_steps, warmup=case.raw_warmup))
+        tried[res["num_threads"]] = res
+    best = max(tried.values(), key=lambda r: r["sps"])
+    return {"sps": best["sps"], "num_threads": best["num_threads"], "steps": best["steps"] * case.num_envs,
+            "tried": {str(n): r["sps"] for n, r in tried.items()}}
 
 
 def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict[str, float]]:
@@ -307,11 +322,17 @@ def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
 
 
 def git_commit(root: Path) -> Optional[str]:
+    """The commit checked out at ``root``; None where ``root`` is not the top of a git checkout (a copy
+    made with ``git archive`` inside another checkout must not report that checkout's commit)."""
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or None if out.returncode == 0 else None
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != Path(root).resolve():
+        return None
+    return lines[1]
 
 
 def table(results: Dict) -> str:
@@ -358,9 +379,16 @@ def write(results: Dict, path: Path, t_start: float) -> None:
 TITLES = {"ppo": "PPO", "impala": "IMPALA"}
 
 
-def markdown(results: Dict) -> str:
+def main_runs(runs: List[Tuple[str, Dict]]) -> List[Tuple[str, Dict]]:
+    """``before`` and the first ``after`` run of a case's ``(label, run)`` pairs, its variants left out."""
+    after = next((label for label, _ in runs if label.startswith("after")), None)
+    return [(label, run) for label, run in runs if label in ("before", after)]
+
+
+def markdown(results: Dict, variants: bool = True) -> str:
     """Markdown of a results file: where and when, one throughput row per run, and each case's phase
-    table (ms per iteration -- IMPALA: per learner update -- of every run side by side)."""
+    table (ms per iteration -- IMPALA: per learner update -- of every run side by side).  Without
+    ``variants``: before and after alone."""
     meta = results["meta"]
     lines = [f"{meta.get('device_name')}, driver {meta.get('driver')}, CUDA {meta.get('cuda')}, torch "
              f"{meta.get('torch')}, Triton {meta.get('triton')}, EnvPool {meta.get('envpool')}, "
@@ -371,7 +399,7 @@ def markdown(results: Dict) -> str:
     for name, case in trainer_cases.items():
         title = f"{TITLES[case['trainer']]} {case['env_id']} {case['num_envs']} x {case['num_steps']}"
         lines.append(f"| {title} | raw EnvPool | {case['raw']['sps']:,.0f} | 100% | | |")
-        for label, run in reported_runs(case):
+        for label, run in (reported_runs(case) if variants else main_runs(reported_runs(case))):
             if "error" in run:
                 lines.append(f"| | {label} | {run['error'].splitlines()[-1][:60]} | | | |")
                 continue

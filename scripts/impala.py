@@ -43,7 +43,7 @@ import torch.nn as nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
 
 from agents import make_agent  # noqa: E402
-from envs import make_envs, spec_info  # noqa: E402
+from envs import env_family, make_envs, spec_info, threads_per_pool  # noqa: E402
 from envs.synthetic import SyntheticPool, random_trajectory  # noqa: E402
 from rltrain.actor_learner import Actor, ActorError, ActorPool, ParamServer, summarize_actor_secs  # noqa: E402
 from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
@@ -83,7 +83,7 @@ class Args(ExperimentArgs):
     arrive more often and keep the learner busy"""
     num_threads: int = 0
     """EnvPool worker threads per actor (0: one per core; under torchrun: one per core of the rank's share of
-    the node)"""
+    the node); classic-control actors divide them between them"""
     torch_threads: int = 0
     """torch intra-op threads (0: 1 on CUDA, half the cores on CPU)"""
     queue_size: int = 2
@@ -180,9 +180,9 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     # ---------------------------------------------------------------- env (one async EnvPool per actor)
     env_list = []
     env_seed = ctx.env_seed(args.seed, 10_000 * args.num_actors)  # actor i's envs: env_seed + 10_000 * i + j
+    threads = threads_per_pool(args.num_threads, args.num_actors, env_family(args.env_id))  # pools step at once
     for i in range(0 if args.synthetic else args.num_actors):  # --synthetic: no environments, no actors
-        envs, info = make_envs(args.env_id, width, env_seed + 10_000 * i, args.num_threads,
-                               batch_size=args.env_batch_size or width)
+        envs, info = make_envs(args.env_id, width, env_seed + 10_000 * i, threads, batch_size=args.env_batch_size or width)
         env_list.append(envs)
     if args.synthetic:
         info = spec_info(args.env_id, width)

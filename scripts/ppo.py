@@ -76,7 +76,7 @@ class Args(ExperimentArgs):
     num_envs / world size; the world size must divide it)"""
     num_threads: int = 0
     """EnvPool worker threads of each env group (0: one per core; under torchrun: one per core of the rank's
-    share of the node)"""
+    share of the node); classic-control groups divide them between them"""
     env_groups: int = 0
     """env groups stepped in turn, so env stepping overlaps inference (must divide num_envs;
     0: 2 on CUDA, 1 on CPU)"""

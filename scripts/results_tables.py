@@ -143,8 +143,8 @@ def trainer_table(path: Path, cells: str = "all") -> str:
     """The trainer benchmark's tables (``scripts/bench_trainer.py``): steps/s against raw EnvPool per
     run, and each case's phase table, before and after side by side."""
     import bench_trainer  # its runs import EnvPool and the trainers' packages: only when asked for
-    text = bench_trainer.markdown(json.loads(path.read_text()))
-    return text.split("\n\n**")[0] if cells == "readme" else text  # readme: the steps/s table alone
+    text = bench_trainer.markdown(json.loads(path.read_text()), variants=cells != "readme")
+    return text.split("\n\n**")[0] if cells == "readme" else text  # readme: before / after steps/s alone
 
 
 def study_table(path: Path, cells: str = "all") -> str:

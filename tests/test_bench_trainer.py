@@ -77,3 +77,16 @@ def test_variants_wait_for_the_essential_runs_and_the_budget(tmp_path, monkeypat
     runs = result["cases"]["tiny"]["runs"]
     assert list(runs) == ["after", "after, 1 env group"] and runs["after"]["sps"] > 0
     assert runs["after, 1 env group"]["error"] == "skipped: past the 0.0 s budget"
+
+
+def test_git_commit_names_a_checkout_top_only(tmp_path):
+    """A copy made by ``git archive`` inside another checkout (the usual --before-root) has no commit of
+    its own: the enclosing checkout's must not be reported as the 'before' commit."""
+    import subprocess
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "copy").mkdir()
+    assert B.git_commit(tmp_path) == head
+    assert B.git_commit(tmp_path / "copy") is None

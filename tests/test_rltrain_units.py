@@ -113,6 +113,17 @@ def test_seeding_roundtrip():
     assert torch.equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
+def test_seeding_chooses_deterministic_or_timed_cudnn():
+    saved = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    try:
+        seed_everything(0, deterministic=False)
+        assert not torch.backends.cudnn.deterministic and torch.backends.cudnn.benchmark
+        seed_everything(0, deterministic=True)
+        assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+    finally:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved
+
+
 def test_rollout_buffer_and_minibatches():
     buf = RolloutBuffer.allocate(5, 3, (4,), torch.float32, (), torch.long, torch.device("cpu"))
     assert buf.obs.shape == (5, 3, 4) and buf.valid.dtype == torch.bool and buf.valid.all()

@@ -127,6 +127,39 @@ def test_captured_policy_step_matches_eager_cuda(arch, obs_shape, discrete):
     assert not torch.allclose(v2, v)
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not CUDA, reason="needs CUDA: records CUDA graphs")
+def test_captured_calls_replayed_at_once_on_two_streams_stay_correct_cuda():
+    """Two recorded matrix products replayed together from two threads on two streams (IMPALA's actors)
+    keep giving the eager results and finish: each recording has its own cuBLAS workspace."""
+    import threading
+
+    from rltrain.cuda_graph import CapturedCall
+    device = torch.device("cuda")
+    gen = torch.Generator(device=device).manual_seed(0)
+    pairs = [(torch.randn(2048, 512, device=device, generator=gen), torch.randn(512, 1024, device=device, generator=gen))
+             for _ in range(2)]
+    calls = [CapturedCall(lambda a=a, b=b: a @ b, device) for a, b in pairs]
+    expected = [a @ b for a, b in pairs]
+    errors = []
+
+    def replay(call, want):
+        with torch.cuda.stream(torch.cuda.Stream(device)):
+            for _ in range(300):
+                got = call()
+                if not torch.allclose(got, want, rtol=1e-3, atol=1e-3):
+                    errors.append("replay differs from the eager product")
+                    return
+            torch.cuda.current_stream(device).synchronize()
+    threads = [threading.Thread(target=replay, args=(c, e), daemon=True) for c, e in zip(calls, expected)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "concurrent replays did not finish in 60 s"
+    assert not errors, errors
+
+
 # ------------------------------------------------------------------ env groups
 def test_env_groups_seed_env_i_as_one_pool():
     groups = EnvGroups("CartPole-v1", 6, 3, seed=10)
@@ -144,6 +177,12 @@ def test_env_groups_seed_env_i_as_one_pool():
             assert np.array_equal(expected[k], np.concatenate([x[k] for x in got]))
     with pytest.raises(ConfigError, match="--env-groups 4 must be >= 1 and divide --num-envs 6"):
         EnvGroups("CartPole-v1", 6, 4, seed=0)
+
+
+def test_classic_control_groups_divide_the_threads_atari_groups_take_them_all():
+    assert [p.config["num_threads"] for p in EnvGroups("CartPole-v1", 8, 2, seed=0, num_threads=6).pools] == [3, 3]
+    assert [p.config["num_threads"] for p in EnvGroups("CartPole-v1", 8, 4, seed=0, num_threads=2).pools] == [1] * 4
+    assert [p.config["num_threads"] for p in EnvGroups("Pong-v5", 2, 2, seed=0, num_threads=2).pools] == [2, 2]
 
 
 # ------------------------------------------------------------------ grouped rollouts == synchronous rollouts
