@@ -6,8 +6,8 @@
 
 For every key of the table (estimator family, layout, dtype, shape bucket: ``kernels.launch.tuned``)
 the family's representative estimator is run on one shape of the bucket with each candidate launch
-(``candidates``: tiles around the contiguous axis, with and without look-back, pipelined walks, and
-the heuristic's own launch). Each candidate is first checked against the float64 reference (the
+(``kernels.launch.autotune.candidates``: tiles around the contiguous axis, with and without
+look-back, pipelined walks, and the heuristic's own launch). Each candidate is first checked against the float64 reference (the
 benchmark's check: ``scripts/bench_kernels.py``), then timed with the benchmark's ``do_bench``
 median; a wrong or failing candidate is never timed. The fastest per key is written with its time
 and the heuristic's, beside the device name, the versions and the date. ``--merge`` keeps the
@@ -32,8 +32,8 @@ import bench_kernels as B  # noqa: E402
 import kernels  # noqa: E402
 from kernels._triton import INTERPRET, triton  # noqa: E402
 from kernels.launch import LaunchConfig, tuned  # noqa: E402
-from kernels.launch.config import MAX_TILE_ELEMENTS, WARPS  # noqa: E402
-from kernels.launch.heuristic import DeviceInfo, device_info, heuristic_config  # noqa: E402
+from kernels.launch.autotune import candidates  # noqa: E402
+from kernels.launch.heuristic import DeviceInfo, device_info  # noqa: E402
 
 # The estimator that stands for each family in the sweep.
 REPRESENTATIVES = {"gae": "gae", "vtrace": "vtrace", "retrace": "retrace", "returns": "lambda_returns",
@@ -41,31 +41,6 @@ REPRESENTATIVES = {"gae": "gae", "vtrace": "vtrace", "retrace": "retrace", "retu
 # N x T: the benchmark's quick grid and the long sequences of few environments.
 DEFAULT_SHAPES = tuple(B.QUICK_SHAPES) + ((128, 2048), (128, 8192), (256, 2048), (256, 8192))
 QUICK_SHAPES = ((12, 40),)
-ELEMENTS_PER_THREAD = (16, 32)
-
-
-def candidates(N: int, T: int, time_contiguous: bool, itemsize: int, device: DeviceInfo) -> list[LaunchConfig]:
-    """Launches worth timing for one problem: the heuristic's, and tiles along the contiguous axis of
-    16 or 32 elements per thread, walked (pipelined when there are several chunks; not where a walk of
-    many chunks would leave half the multiprocessors idle) or as look-back tiles where walks leave
-    any idle."""
-    t_pow, n_pow = triton.next_power_of_2(T), triton.next_power_of_2(N)
-    if time_contiguous:
-        block_ts, block_ns = (64, 128, 256, 512), (1, 2, 4, 8)
-    else:
-        block_ts, block_ns = (16, 32, 64, 128), (16, 32, 64, 128)
-    out = [heuristic_config(T, N, time_contiguous, itemsize, device)]
-    for bt, bn, per_thread in itertools.product(block_ts, block_ns, ELEMENTS_PER_THREAD):
-        bt, bn = min(bt, max(t_pow, 1)), min(bn, n_pow)
-        warps = max(1, bt * bn // (32 * per_thread))
-        if warps not in WARPS or bt * bn > MAX_TILE_ELEMENTS:
-            continue
-        chunks, programs = triton.cdiv(T, bt), triton.cdiv(N, bn)
-        if chunks <= 16 or programs >= device.multiprocessors // 2:  # else a walk leaves the GPU idle
-            out.append(LaunchConfig(bt, bn, warps, False, 2 if chunks > 2 else 1))
-        if chunks > 1 and programs < 2 * device.multiprocessors:
-            out.append(LaunchConfig(bt, bn, warps, True, 1))
-    return list(dict.fromkeys(out))
 
 
 def sweep_key(est: str, N: int, T: int, layout: str, dtype_name: str, opts, device: DeviceInfo) -> dict:

@@ -15,7 +15,7 @@ from conftest import DEVICE, call, make_inputs, rel_err, to_time_dim1, upcast
 import kernels
 from kernels import reference as R
 from kernels.estimators import MODULES
-from kernels.launch import LaunchConfig, choose_config, tuned
+from kernels.launch import LaunchConfig, autotune, choose_config, tuned
 from kernels.launch.heuristic import DeviceInfo, heuristic_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,6 +137,31 @@ def test_an_estimator_call_takes_its_devices_table(monkeypatch):
         assert rel_err(o, r) < TOL[torch.float32]
 
 
+def test_autotune_times_the_candidates_once_per_key_and_keeps_a_legal_one(monkeypatch):
+    """``RLTRAIN_AUTOTUNE=1``: the first call of a key times the chosen launch and the sweep's candidates,
+    keeps one of them (a legal launch) and gives the reference's answer; a later call of the key (here
+    another shape of the same bucket) times nothing and launches the kept one."""
+    monkeypatch.setattr(autotune, "ENABLED", True)
+    monkeypatch.setattr(autotune, "_fastest", {})
+    timed = []
+    real_seconds = autotune._seconds
+    monkeypatch.setattr(autotune, "_seconds", lambda run, on_gpu: timed.append(1) or real_seconds(run, on_gpu))
+    kernels.gae.plans.clear()
+    for T, N in ((40, 5), (37, 6)):  # bucket T64/N8
+        tm = make_inputs("gae", T, N, seed=T)
+        out = call(kernels, tm)
+        for o, r in zip(out, call(R, upcast(tm))):
+            assert rel_err(o, r) < TOL[torch.float32]
+        if T == 40:
+            assert len(timed) > 1
+            first = len(timed)
+    assert len(timed) == first
+    (key, kept), = autotune._fastest.items()
+    device = kernels.launch.device_info(torch.device(DEVICE))
+    assert kept in [choose_config("gae", 40, 5, False, torch.float32, device),
+                    *autotune.candidates(5, 40, False, 4, device)]
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda t: t.pop("device"), "missing field 'device'"),
     (lambda t: t["entries"].update({"gae/tn/float32/T48/N16": {"config": {"block_t": 16, "block_n": 8}}}),
@@ -204,10 +229,7 @@ def test_the_quick_sweep_writes_a_valid_table(tmp_path):
 @pytest.mark.parametrize("N, T, time_contiguous", [(4096, 128, False), (16, 2**20, False), (16, 2**20, True),
                                                     (8192, 4096, True), (3, 37, False)])
 def test_sweep_candidates_are_legal_and_include_the_heuristic(N, T, time_contiguous):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import tune_kernels
-
     device = DeviceInfo("h100-like", 132)
-    configs = tune_kernels.candidates(N, T, time_contiguous, 4, device)
+    configs = autotune.candidates(N, T, time_contiguous, 4, device)
     assert configs[0] == heuristic_config(T, N, time_contiguous, 4, device)
     assert len(set(configs)) == len(configs) > 1 or T <= 64

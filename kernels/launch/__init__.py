@@ -1,7 +1,8 @@
 """Launch choices as data, and the launch of one estimator's kernel.
 
 ``choose_config`` gives a problem's launch: the device's tuned table where it has the problem's key
-(``tuned``), else the heuristic (``heuristic``). ``launch`` runs an estimator's kernel with it:
+(``tuned``), else the heuristic (``heuristic``); ``RLTRAIN_AUTOTUNE=1`` times it against the sweep's
+candidates once per key (``autotune``). ``launch`` runs an estimator's kernel with it:
 the look-back workspace, the sizes, the coefficients and the engine's constexprs.
 """
 
@@ -14,7 +15,7 @@ import torch
 from kernels import fast_path
 from kernels._args import Batch
 from kernels._triton import tl, triton
-from kernels.launch import tuned
+from kernels.launch import autotune, tuned
 from kernels.launch.config import LaunchConfig, scalars
 from kernels.launch.heuristic import DeviceInfo, device_info, heuristic_config
 
@@ -56,12 +57,33 @@ def launch(kernel, batch: Batch, config: Optional[LaunchConfig], family: str, te
 
     ``tensors`` are its series and per-environment arguments, ``tensors[:3]`` the first input's
     ``(tensor, stride_t, stride_n)`` (which says whether time is contiguous); ``coefficients`` the
-    halves of ``scalars``; ``constexprs`` the estimator's own. ``config=None`` takes ``choose_config``.
+    halves of ``scalars``; ``constexprs`` the estimator's own. ``config=None`` takes ``choose_config``
+    (with ``RLTRAIN_AUTOTUNE=1``, the fastest launch timed on the first call of its key: ``autotune``).
     """
+    if config is None:
+        config = _chosen(kernel, batch, family, tensors, coefficients, constexprs)
+    _launch_in(config, kernel, batch, tensors, coefficients, dict(constexprs))
+
+
+def _chosen(kernel, batch: Batch, family: str, tensors: tuple, coefficients: tuple, constexprs: dict) -> LaunchConfig:
+    """``choose_config``'s launch, or with ``RLTRAIN_AUTOTUNE=1`` the fastest of it and the candidates."""
+    T, N, device = batch.T, batch.N, device_info(batch.device)
+    time_contiguous = time_is_contiguous(tensors[1])
+    config = choose_config(family, T, N, time_contiguous, batch.out_dtype, device)
+    if not autotune.ENABLED:
+        return config
+    dtype_name = str(batch.out_dtype).removeprefix("torch.")
+    key = (kernel, tuned.key(family, time_contiguous, dtype_name, T, N), device.name)
+    options = autotune.candidates(N, T, time_contiguous, batch.out_dtype.itemsize, device)
+    return autotune.fastest(key, config, options,
+                            lambda c: _launch_in(c, kernel, batch, tensors, coefficients, dict(constexprs)),
+                            batch.device.type == "cuda")
+
+
+def _launch_in(config: LaunchConfig, kernel, batch: Batch, tensors: tuple, coefficients: tuple,
+               constexprs: dict) -> None:
     T, N = batch.T, batch.N
     time_contiguous = time_is_contiguous(tensors[1])
-    if config is None:
-        config = choose_config(family, T, N, time_contiguous, batch.out_dtype, device_info(batch.device))
     num_chunks, n_blocks = triton.cdiv(T, config.block_t), triton.cdiv(N, config.block_n)
     lookback = config.lookback and num_chunks > 1
     scratch = ()
