@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Callable, Optional, Union
 
 import torch
@@ -59,6 +59,17 @@ def record(compiled, programs: int, args: tuple, constexpr_values: tuple, scratc
     launches = getattr(_recording, "launches", None)
     if launches is not None:
         launches.append((compiled, programs, args, constexpr_values, scratch, device))
+
+
+@contextmanager
+def unrecorded():
+    """Launches inside are left out of the plan of the call being recorded (launches that time
+    candidate configs, ``kernels.launch.autotune``)."""
+    launches, _recording.launches = getattr(_recording, "launches", None), None
+    try:
+        yield
+    finally:
+        _recording.launches = launches
 
 
 def _index(device: torch.device) -> Optional[int]:

@@ -4,9 +4,9 @@ On any machine, with a fake estimator that records a fake launch: the signature 
 everything validation depends on (types, shapes, strides, dtypes, devices, alignment, scalar
 types and values); a replay puts each parameter's new pointer in its slot and allocates new
 outputs; calls that cannot be replayed safely (aliased arguments, outputs that are not the
-kernel's, several launches, an error) make no plan; a plan keeps no tensor alive. On a GPU: every
-estimator makes a plan, and a replay matches the ordinary path bit for bit, with and without
-look-back, while bad arguments still raise.
+kernel's, several launches, an error) make no plan, and launches left unrecorded do not count; a
+plan keeps no tensor alive. On a GPU: every estimator makes a plan, and a replay matches the
+ordinary path bit for bit, with and without look-back, while bad arguments still raise.
 """
 
 from __future__ import annotations
@@ -74,6 +74,27 @@ def test_replay_puts_each_parameters_pointer_in_its_slot(no_device_switch):
     assert (grid_x, grid_y, grid_z, stream, function, metadata) == (3, 1, 1, 99, "fn", "meta")
     assert args == [x2.data_ptr(), 7, y2.data_ptr(), second.data_ptr(), 0.5, 16]
     assert second is not first and second.shape == first.shape and second.dtype == first.dtype
+
+
+def test_launches_left_unrecorded_do_not_stop_a_plan(no_device_switch):
+    """Launches inside ``fast_path.unrecorded()`` (an autotuned call timing candidates) are not the
+    call's: a call that makes them and then its own one launch still makes a plan."""
+    run = FakeRun()
+
+    @fast_path.replayable
+    def estimator(x, y, *, scale=1.0):
+        out = torch.empty_like(x)
+        with fast_path.unrecorded():
+            for _ in range(3):
+                fast_path.record(Compiled(run), 5, (x, 7, y, out, scale), (16,), (), x.device)
+        fast_path.record(Compiled(run), 3, (x, 7, y, out, scale), (16,), (), x.device)
+        return out
+
+    x, y = torch.zeros(8), torch.ones(8)
+    estimator(x, y, scale=0.5)
+    assert len(estimator.plans) == 1
+    estimator(torch.zeros(8), torch.ones(8), scale=0.5)
+    assert [c[0] for c in run.calls] == [3]  # the replay is the call's own launch
 
 
 @pytest.mark.parametrize(

@@ -75,9 +75,10 @@ def _chosen(kernel, batch: Batch, family: str, tensors: tuple, coefficients: tup
     dtype_name = str(batch.out_dtype).removeprefix("torch.")
     key = (kernel, tuned.key(family, time_contiguous, dtype_name, T, N), device.name)
     options = autotune.candidates(N, T, time_contiguous, batch.out_dtype.itemsize, device)
-    return autotune.fastest(key, config, options,
-                            lambda c: _launch_in(c, kernel, batch, tensors, coefficients, dict(constexprs)),
-                            batch.device.type == "cuda")
+    with fast_path.unrecorded():
+        return autotune.fastest(key, config, options,
+                                lambda c: _launch_in(c, kernel, batch, tensors, coefficients, dict(constexprs)),
+                                batch.device.type == "cuda")
 
 
 def _launch_in(config: LaunchConfig, kernel, batch: Batch, tensors: tuple, coefficients: tuple,

@@ -6,7 +6,7 @@ before import, the first call of each (kernel, tuned-table key, device) times th
 fastest for the key, and later calls launch it; on a GPU each is the median of
 ``triton.testing.do_bench``, on the CPU (the interpreter) the wall time of one launch. A candidate
 computes the whole output, so the launches being timed only overwrite it; the call's own launch
-follows.
+follows, and is the only one a replay plan records (``kernels.fast_path.unrecorded``).
 """
 
 from __future__ import annotations

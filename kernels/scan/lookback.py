@@ -18,24 +18,10 @@ from __future__ import annotations
 import torch
 
 from kernels._triton import INTERPRET, tl, triton
-from kernels.scan.tiles import wide
+from kernels.scan.tiles import affine_then, edge_row, wide
 
 # The interpreter and AMD GPUs have no PTX: they poll with an atomic instead of an acquire load.
 _POLL_BY_ACQUIRE_LOAD = tl.constexpr(not INTERPRET and torch.version.hip is None)
-
-
-@triton.jit
-def affine_then(a1, b1, a2, b2):
-    """``(a1, b1)`` then ``(a2, b2)``: the composition of two affine maps ``y -> a + b y``."""
-    return a2 + b2 * a1, b1 * b2
-
-
-@triton.jit
-def edge_row(y, BACKWARD: tl.constexpr):
-    """The last row of a scanned tile in scan order (the first row when scanned ``BACKWARD``)."""
-    edge = 0 if BACKWARD else y.shape[0] - 1
-    rows = tl.arange(0, y.shape[0])
-    return tl.sum(tl.where(rows[:, None] == edge, y, 0.0), axis=0)
 
 
 @triton.jit

@@ -1,4 +1,5 @@
-"""Tiles of a rollout: which steps and environments a program holds, and their loads and stores.
+"""Tiles of a rollout: which steps and environments a program holds, their loads and stores, and the
+scan's operator on them (``affine_then``, ``edge_row``).
 
 A tile is ``[BLOCK_T, BLOCK_N]``: rows are time steps ``t`` (in the order the tile is scanned, see
 ``chunk_times``), columns environments ``n``. Any strides work: a series is addressed as
@@ -116,3 +117,17 @@ def store_tile(ptr, value, t, n, stride_t, stride_n, mask):
 def load_env(ptr, n, stride, mask, DTYPE: tl.constexpr):
     """One value per environment (``bootstrap_value``, ``initial``) as a ``[BLOCK_N]`` vector."""
     return tl.load(ptr + n.to(tl.int64) * stride, mask=mask, other=0).to(DTYPE)
+
+
+@triton.jit
+def affine_then(a1, b1, a2, b2):
+    """``(a1, b1)`` then ``(a2, b2)``: the composition of two affine maps ``y -> a + b y``."""
+    return a2 + b2 * a1, b1 * b2
+
+
+@triton.jit
+def edge_row(y, BACKWARD: tl.constexpr):
+    """The last row of a scanned tile in scan order (the first row when scanned ``BACKWARD``)."""
+    edge = 0 if BACKWARD else y.shape[0] - 1
+    rows = tl.arange(0, y.shape[0])
+    return tl.sum(tl.where(rows[:, None] == edge, y, 0.0), axis=0)

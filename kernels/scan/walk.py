@@ -10,7 +10,8 @@ scanned on chip with ``affine_then``; the value carried in from the previous chu
 from __future__ import annotations
 
 from kernels._triton import tl, triton
-from kernels.scan.lookback import affine_then, carry_in, edge_row
+from kernels.scan.lookback import carry_in
+from kernels.scan.tiles import affine_then, edge_row
 
 
 @triton.jit
