@@ -270,8 +270,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
     def advantage_moments(minibatches: torch.Tensor) -> Optional[torch.Tensor]:
         """``[K, 3]``: each minibatch's (mean, std, denominator) over its rows on every rank, in one
-        all-reduce; None in a single process (the loss computes them from its own rows)."""
-        if not ctx.is_distributed:
+        all-reduce; None without other ranks (the loss computes them from its own rows)."""
+        if not ctx.has_peers:
             return None
         return ctx.masked_moments(b["advantages"], b_valid, index=minibatches).loss_terms()
 
