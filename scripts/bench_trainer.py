@@ -31,8 +31,9 @@ with like.  Creating 4096 Atari envs takes about a minute each time: a case crea
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
 Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
-of 16384 frames through the Nature CNN, forward, backward, clip, Adam -- with deterministic cuDNN (the
-trainers' default), cuDNN autotuning, channels-last and ``torch.compile``, in ms per update).  The last
+of 16384 frames through the Nature CNN, forward, backward, clip, fused Adam -- in each of
+``UPDATE_VARIANTS``: deterministic or timed cuDNN, channels-last, TF32 matrix products, bf16 autocast,
+``torch.compile``; ms per update).  The last
 two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
 (``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
 group, DDP, the per-iteration collectives) against the plain run: the after trainer plain then under
@@ -125,11 +126,26 @@ CASES["ppo-cartpole-torchrun1"] = dataclasses.replace(CASES["ppo-cartpole"], tim
 DEFAULT_CASES = "ppo-cartpole,impala-cartpole,ppo-breakout"
 UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, minibatch=16384, minibatches=4,
                                         epochs=4)}
-UPDATE_VARIANTS = (  # label, (cudnn deterministic, channels_last, compile)
-    ("cuDNN deterministic (default)", (True, False, False)),
-    ("cuDNN autotuned (no-torch-determ.)", (False, False, False)),
-    ("cuDNN autotuned + channels_last", (False, True, False)),
-    ("cuDNN deterministic + compile", (True, False, True)),
+@dataclass(frozen=True)
+class UpdateVariant:
+    """How ``update_microbench`` runs the update: cuDNN deterministic or timed (``cudnn.benchmark``),
+    channels-last activations, ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast."""
+
+    deterministic: bool = True
+    channels_last: bool = False
+    compiled: bool = False
+    tf32: bool = False
+    bf16: bool = False
+
+
+UPDATE_VARIANTS = (
+    ("cuDNN deterministic", UpdateVariant()),
+    ("cuDNN timed (--no-torch-deterministic)", UpdateVariant(deterministic=False)),
+    ("cuDNN timed + channels_last", UpdateVariant(deterministic=False, channels_last=True)),
+    ("cuDNN timed + TF32 matmul", UpdateVariant(deterministic=False, tf32=True)),
+    ("cuDNN timed + channels_last + TF32", UpdateVariant(deterministic=False, channels_last=True, tf32=True)),
+    ("cuDNN timed + bf16 autocast", UpdateVariant(deterministic=False, bf16=True)),
+    ("cuDNN timed + compile", UpdateVariant(deterministic=False, compiled=True)),
 )
 
 
@@ -236,31 +252,35 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
     import torch
     from agents import make_agent
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    saved = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    saved = (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+             torch.backends.cuda.matmul.allow_tf32)
     out: Dict[str, Dict] = {}
     n = minibatch * minibatches
     gen = torch.Generator().manual_seed(0)
     obs = torch.randint(0, 256, (n, *obs_shape), dtype=torch.uint8, generator=gen).to(device)
     actions = torch.randint(0, num_actions, (n,), generator=gen).to(device)
     adv, ret = torch.randn(n, generator=gen).to(device), torch.randn(n, generator=gen).to(device)
-    for label, (deterministic, channels_last, compiled) in UPDATE_VARIANTS:
-        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = deterministic, not deterministic
+    for label, v in UPDATE_VARIANTS:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = v.deterministic, not v.deterministic
+        torch.backends.cuda.matmul.allow_tf32 = v.tf32
         torch.manual_seed(0)
         agent = make_agent("nature_cnn", obs_shape, True, num_actions).to(device)
-        if channels_last:
+        if v.channels_last:
             agent = agent.to(memory_format=torch.channels_last)
-        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5)
+        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda")
 
         def loss_fn(x, a, adv_mb, ret_mb):
-            _, logp, entropy, value = agent.get_action_and_value(x, a)
-            return -(logp * adv_mb).mean() + 0.5 * (value - ret_mb).square().mean() - 0.01 * entropy.mean()
-        step_loss = torch.compile(loss_fn, dynamic=False) if compiled else loss_fn
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=v.bf16):
+                _, logp, entropy, value = agent.get_action_and_value(x, a)
+            return (-(logp * adv_mb).mean() + 0.5 * (value.float() - ret_mb).square().mean()
+                    - 0.01 * entropy.float().mean())
+        step_loss = torch.compile(loss_fn, dynamic=False) if v.compiled else loss_fn
 
         def update():
             for _ in range(epochs):
                 for mb in torch.randperm(n, device=device).view(minibatches, minibatch):
                     x = obs[mb]
-                    if channels_last:
+                    if v.channels_last:
                         x = x.contiguous(memory_format=torch.channels_last)
                     loss = step_loss(x, actions[mb], adv[mb], ret[mb])
                     optimizer.zero_grad(set_to_none=True)
@@ -283,7 +303,8 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
                           "steps": epochs * minibatches}
         except Exception as e:  # noqa: BLE001 -- one failed variant must not lose the others
             out[label] = {"error": f"{type(e).__name__}: {e}"[:500]}
-    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved
+    (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+     torch.backends.cuda.matmul.allow_tf32) = saved
     return out
 
 
