@@ -185,6 +185,13 @@ class DistContext:
         return self.backend is not None
 
     @property
+    def has_peers(self) -> bool:
+        """Other ranks exist.  With one rank (``torchrun --nproc-per-node 1``) there is nothing to average
+        or gather: the model is not wrapped in DDP and the collectives return this rank's values without
+        a call, so such a run costs what a plain one does."""
+        return self.is_distributed and self.world_size > 1
+
+    @property
     def is_main(self) -> bool:
         """Rank 0: the one that logs and writes checkpoints."""
         return self.rank == 0
@@ -248,9 +255,9 @@ class DistContext:
 
     # ---------------------------------------------------------------- gradients
     def wrap_model(self, module: nn.Module) -> nn.Module:
-        """``DistributedDataParallel(module)`` in a distributed run (rank 0's weights are broadcast
+        """``DistributedDataParallel(module)`` when other ranks exist (rank 0's weights are broadcast
         now), else ``module`` itself.  Call the result once per backward, through ``forward``."""
-        if not self.is_distributed:
+        if not self.has_peers:
             return module
         ddp = DistributedDataParallel(module, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         if self._grad_timer is None:
@@ -286,7 +293,7 @@ class DistContext:
         if op not in _REDUCE_OPS:
             raise ValueError(f"op must be one of {_REDUCE_OPS}, got {op!r}")
         out = tensor.detach().clone()
-        if self.is_distributed:
+        if self.has_peers:
             red = {"sum": dist.ReduceOp.SUM, "mean": dist.ReduceOp.SUM,
                    "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}[op]
             dist.all_reduce(out, op=red)
@@ -316,7 +323,7 @@ class DistContext:
         did not run) is allowed, but report sums and counts rather than means of unequal parts."""
         local = {k: float(v) for k, v in values.items()}
         per_rank: List[Any] = [None] * self.world_size
-        if self.is_distributed:
+        if self.has_peers:
             dist.all_gather_object(per_rank, local)
         else:
             per_rank[0] = local
@@ -342,8 +349,8 @@ class DistContext:
     def check_replicas(self, module: nn.Module) -> None:
         """Collective: raise RuntimeError unless ``module``'s parameters and buffers are bitwise equal to
         rank 0's on every rank (DDP keeps them so; a difference means the replicas diverged).  One
-        all-gather of the flattened state; nothing in a single process."""
-        if not self.is_distributed:
+        all-gather of the flattened state; nothing without other ranks."""
+        if not self.has_peers:
             return
         tensors = [t.detach().reshape(-1).to(torch.float64) for t in (*module.parameters(), *module.buffers())]
         flat = torch.cat(tensors) if tensors else torch.zeros(0, dtype=torch.float64, device=self.device)
@@ -357,7 +364,7 @@ class DistContext:
     # ---------------------------------------------------------------- rank 0 and checkpoints
     def broadcast_object(self, obj: Any) -> Any:
         """Rank 0's ``obj`` (picklable) on every rank, e.g. the run folder it created."""
-        if not self.is_distributed:
+        if not self.has_peers:
             return obj
         box = [obj]
         dist.broadcast_object_list(box, src=0)
@@ -452,11 +459,11 @@ class RunningStatsSync:
     In raw moments ``(n, n mean, n (var + mean^2))``, which add: each rank contributes what it
     added since the common base, ``global = base + sum_r (local_r - base)``.  The constructor
     broadcasts rank 0's statistics (the common base); call the instance once per iteration,
-    on every rank.  In a single-process run it does nothing."""
+    on every rank.  Without other ranks it does nothing."""
 
     def __init__(self, ctx: DistContext, rms):
         self.ctx, self.rms = ctx, rms
-        if ctx.is_distributed:
+        if ctx.has_peers:
             moments = _raw_moments(rms)
             dist.broadcast(moments, src=0)
             _set_raw_moments(rms, moments)

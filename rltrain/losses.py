@@ -29,11 +29,11 @@ def minibatch_moments(x: torch.Tensor, mask: torch.Tensor, ctx=None) -> Tuple[to
     ``(x - mean) / (std + eps)`` and the ``denom`` of :func:`masked_mean` for its loss terms.
 
     One process: this minibatch, ``denom = mask.sum().clamp_min(1)``, the population std in two passes.
-    With a distributed ``ctx`` (:class:`rltrain.distributed.DistContext`): the minibatch of every rank
+    With other ranks in ``ctx`` (:class:`rltrain.distributed.DistContext`): the minibatch of every rank
     (its rows on all ranks), in one all-reduce; ``denom`` is then the global count over the world size, so
     that DDP's mean of the ranks' gradients is the gradient of the global masked mean
     (:class:`rltrain.distributed.MaskedMoments`)."""
-    if ctx is not None and ctx.is_distributed:
+    if ctx is not None and ctx.has_peers:
         return ctx.masked_moments(x, mask).loss_terms(x.dtype).unbind()
     denom = mask.sum().clamp_min(1.0)
     mean = masked_mean(x, mask, denom)

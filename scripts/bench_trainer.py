@@ -31,13 +31,14 @@ with like.  Creating 4096 Atari envs takes about a minute each time: a case crea
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
 Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
-of 16384 frames through the Nature CNN, forward, backward, clip, Adam -- with deterministic cuDNN (the
-trainers' default), cuDNN autotuning, channels-last and ``torch.compile``, in ms per update).  The last
+of 16384 frames through the Nature CNN, forward, backward, clip, fused Adam -- in each of
+``UPDATE_VARIANTS``: deterministic or timed cuDNN, channels-last, TF32 matrix products, bf16 autocast,
+``torch.compile``; ms per update).  The last
 two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
 (``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
-group, DDP, the per-iteration collectives) against the plain run: the after trainer plain, under torchrun,
-plain again and under torchrun again, one after the other; ``torchrun_vs_plain`` is the ratio of their
-mean steps/s.
+group, DDP, the per-iteration collectives) against the plain run: the after trainer plain then under
+torchrun, three times in turn (drift between runs shows); ``torchrun_vs_plain`` is the ratio of their mean
+steps/s, ``torchrun_vs_plain_pairs`` each turn's ratio.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class Case:
     after_flags: Tuple[str, ...] = ()  # this checkout only (flags the old trainers lack)
     variants: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # (label, after flags replacing after_flags)
     quick_after_flags: Tuple[str, ...] = ()  # after_flags of the tiny --quick version
-    torchrun_ranks: Tuple[int, ...] = ()  # after again under torchrun with K ranks, alternating with plain runs
+    torchrun_ranks: Tuple[int, ...] = ()  # after again under torchrun with K ranks, in turn with plain runs
+    torchrun_turns: int = 3
     raw_steps: int = 200
     raw_warmup: int = 20
     raw_threads: Tuple[int, ...] = (1,)  # raw EnvPool with cores / k threads for each k; the fastest is "raw"
@@ -119,16 +121,31 @@ CASES: Dict[str, Case] = {
                             quick_after_flags=IMPALA_QUICK,
                             raw_steps=20, raw_warmup=3),
 }
-CASES["ppo-cartpole-torchrun1"] = dataclasses.replace(CASES["ppo-cartpole"], timed=8, variants=(),
+CASES["ppo-cartpole-torchrun1"] = dataclasses.replace(CASES["ppo-cartpole"], timed=16, variants=(),
                                                        torchrun_ranks=(1,))
 DEFAULT_CASES = "ppo-cartpole,impala-cartpole,ppo-breakout"
 UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, minibatch=16384, minibatches=4,
                                         epochs=4)}
-UPDATE_VARIANTS = (  # label, (cudnn deterministic, channels_last, compile)
-    ("cuDNN deterministic (default)", (True, False, False)),
-    ("cuDNN autotuned (no-torch-determ.)", (False, False, False)),
-    ("cuDNN autotuned + channels_last", (False, True, False)),
-    ("cuDNN deterministic + compile", (True, False, True)),
+@dataclass(frozen=True)
+class UpdateVariant:
+    """How ``update_microbench`` runs the update: cuDNN deterministic or timed (``cudnn.benchmark``),
+    channels-last activations, ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast."""
+
+    deterministic: bool = True
+    channels_last: bool = False
+    compiled: bool = False
+    tf32: bool = False
+    bf16: bool = False
+
+
+UPDATE_VARIANTS = (
+    ("cuDNN deterministic", UpdateVariant()),
+    ("cuDNN timed (--no-torch-deterministic)", UpdateVariant(deterministic=False)),
+    ("cuDNN timed + channels_last", UpdateVariant(deterministic=False, channels_last=True)),
+    ("cuDNN timed + TF32 matmul", UpdateVariant(deterministic=False, tf32=True)),
+    ("cuDNN timed + channels_last + TF32", UpdateVariant(deterministic=False, channels_last=True, tf32=True)),
+    ("cuDNN timed + bf16 autocast", UpdateVariant(deterministic=False, bf16=True)),
+    ("cuDNN timed + compile", UpdateVariant(deterministic=False, compiled=True)),
 )
 
 
@@ -235,31 +252,35 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
     import torch
     from agents import make_agent
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    saved = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    saved = (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+             torch.backends.cuda.matmul.allow_tf32)
     out: Dict[str, Dict] = {}
     n = minibatch * minibatches
     gen = torch.Generator().manual_seed(0)
     obs = torch.randint(0, 256, (n, *obs_shape), dtype=torch.uint8, generator=gen).to(device)
     actions = torch.randint(0, num_actions, (n,), generator=gen).to(device)
     adv, ret = torch.randn(n, generator=gen).to(device), torch.randn(n, generator=gen).to(device)
-    for label, (deterministic, channels_last, compiled) in UPDATE_VARIANTS:
-        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = deterministic, not deterministic
+    for label, v in UPDATE_VARIANTS:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = v.deterministic, not v.deterministic
+        torch.backends.cuda.matmul.allow_tf32 = v.tf32
         torch.manual_seed(0)
         agent = make_agent("nature_cnn", obs_shape, True, num_actions).to(device)
-        if channels_last:
+        if v.channels_last:
             agent = agent.to(memory_format=torch.channels_last)
-        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5)
+        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda")
 
         def loss_fn(x, a, adv_mb, ret_mb):
-            _, logp, entropy, value = agent.get_action_and_value(x, a)
-            return -(logp * adv_mb).mean() + 0.5 * (value - ret_mb).square().mean() - 0.01 * entropy.mean()
-        step_loss = torch.compile(loss_fn, dynamic=False) if compiled else loss_fn
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=v.bf16):
+                _, logp, entropy, value = agent.get_action_and_value(x, a)
+            return (-(logp * adv_mb).mean() + 0.5 * (value.float() - ret_mb).square().mean()
+                    - 0.01 * entropy.float().mean())
+        step_loss = torch.compile(loss_fn, dynamic=False) if v.compiled else loss_fn
 
         def update():
             for _ in range(epochs):
                 for mb in torch.randperm(n, device=device).view(minibatches, minibatch):
                     x = obs[mb]
-                    if channels_last:
+                    if v.channels_last:
                         x = x.contiguous(memory_format=torch.channels_last)
                     loss = step_loss(x, actions[mb], adv[mb], ret[mb])
                     optimizer.zero_grad(set_to_none=True)
@@ -282,7 +303,8 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
                           "steps": epochs * minibatches}
         except Exception as e:  # noqa: BLE001 -- one failed variant must not lose the others
             out[label] = {"error": f"{type(e).__name__}: {e}"[:500]}
-    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved
+    (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+     torch.backends.cuda.matmul.allow_tf32) = saved
     return out
 
 
@@ -300,16 +322,19 @@ def raw_envpool(case: Case, threads: int) -> Dict:
             "tried": {str(n): r["sps"] for n, r in tried.items()}}
 
 
-def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict[str, float]]:
-    """``{"torchrun_vs_plain": {K: mean steps/s under torchrun with K ranks / mean steps/s of the plain
-    after runs}}`` of a case's runs (empty without torchrun runs)."""
-    plain = [r["sps"] for label, r in runs.items() if label in ("after", "after (again)") and "sps" in r]
+def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict]:
+    """``torchrun_vs_plain``: {K: mean steps/s under torchrun with K ranks / mean steps/s of the plain
+    runs taken in turn with them}; ``torchrun_vs_plain_pairs``: {K: that ratio in each turn}.  Runs carry
+    their ``turn``; empty without torchrun runs."""
+    plain = {r["turn"]: r["sps"] for r in runs.values() if "turn" in r and not r.get("torchrun_ranks") and "sps" in r}
     ratios: Dict[str, float] = {}
+    pairs: Dict[str, List[float]] = {}
     for k in sorted({r["torchrun_ranks"] for r in runs.values() if r.get("torchrun_ranks")}):
-        sps = [r["sps"] for r in runs.values() if r.get("torchrun_ranks") == k and "sps" in r]
-        if plain and sps:
-            ratios[str(k)] = (sum(sps) / len(sps)) / (sum(plain) / len(plain))
-    return {"torchrun_vs_plain": ratios} if ratios else {}
+        under = {r["turn"]: r["sps"] for r in runs.values() if r.get("torchrun_ranks") == k and "sps" in r}
+        if plain and under:
+            ratios[str(k)] = (sum(under.values()) / len(under)) / (sum(plain.values()) / len(plain))
+            pairs[str(k)] = [under[t] / plain[t] for t in sorted(under) if t in plain]
+    return {"torchrun_vs_plain": ratios, "torchrun_vs_plain_pairs": pairs} if ratios else {}
 
 
 # ---------------------------------------------------------------------------- report
@@ -359,7 +384,8 @@ def table(results: Dict) -> str:
                          f"{pct(run.get('learner_wait', float('nan'))):>8}")
     for name, case in results["cases"].items():
         for k, ratio in case.get("torchrun_vs_plain", {}).items():
-            lines.append(f"{name}: torchrun {k} rank(s) / plain steps/s = {ratio:.3f}")
+            turns = ", ".join(f"{r:.3f}" for r in case.get("torchrun_vs_plain_pairs", {}).get(k, []))
+            lines.append(f"{name}: torchrun {k} rank(s) / plain steps/s = {ratio:.3f} (each turn: {turns})")
     lines.append("(rollout: PPO's rollout alone vs raw; update: PPO update / IMPALA learner busy ms per iteration;"
                  " wait: IMPALA learner's queue-wait share)")
     return "\n".join(lines)
@@ -451,18 +477,21 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
 
     # the figures the issue asks for first (raw, before, after of every case), then the variants while
     # the time budget lasts
-    jobs: List[Tuple[str, str, Path, Sequence[str], int]] = []  # case, label, checkout, flags, torchrun ranks
+    # case, label, checkout, flags, torchrun ranks, turn (plain and torchrun runs in turn; 0: not in turns)
+    jobs: List[Tuple[str, str, Path, Sequence[str], int, int]] = []
     for name in names:
         if name in CASES:
             case = quick_case(CASES[name]) if args.quick else CASES[name]
-            jobs += [(name, "before", before, (), 0)] if before is not None else []
-            jobs.append((name, "after", ROOT, case.after_flags, 0))
-            for again in ("", " (again)") if case.torchrun_ranks else ():  # alternating: drift shows
-                jobs += [(name, f"after{again}", ROOT, case.after_flags, 0)] if again else []
-                jobs += [(name, f"after, torchrun {k} rank(s){again}", ROOT, case.after_flags, k)
+            jobs += [(name, "before", before, (), 0, 0)] if before is not None else []
+            turns = case.torchrun_turns if case.torchrun_ranks else 0
+            jobs.append((name, "after", ROOT, case.after_flags, 0, 1 if turns else 0))
+            for turn in range(1, turns + 1):  # in turn, so that drift between runs shows
+                again = f" ({turn})" if turn > 1 else ""
+                jobs += [(name, f"after{again}", ROOT, case.after_flags, 0, turn)] if again else []
+                jobs += [(name, f"after, torchrun {k} rank(s){again}", ROOT, case.after_flags, k, turn)
                          for k in case.torchrun_ranks]
     if args.variants:
-        jobs += [(name, label, ROOT, flags, 0) for name in names if name in CASES
+        jobs += [(name, label, ROOT, flags, 0, 0) for name in names if name in CASES
                  for label, flags in (quick_case(CASES[name]) if args.quick else CASES[name]).variants]
     with tempfile.TemporaryDirectory(prefix="bench_trainer_") as tmp:
         for name in names:
@@ -473,7 +502,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
                     sizes.update(minibatch=8, minibatches=2, epochs=1)
                 results["cases"][name] = {"updates": update_microbench(**sizes), **sizes}
                 write(results, out_path, t_start)
-        for i, (name, label, root, extra, nproc) in enumerate(jobs):
+        for i, (name, label, root, extra, nproc, turn) in enumerate(jobs):
             case = quick_case(CASES[name]) if args.quick else CASES[name]
             entry = results["cases"].get(name)
             if entry is None:
@@ -484,7 +513,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
                 entry = results["cases"][name] = {
                     "trainer": case.trainer, "env_id": case.env_id, "num_envs": case.num_envs,
                     "num_steps": case.num_steps, "raw": raw_cache[key], "runs": {}}
-            if not (label in ("before", "after") or nproc or label == "after (again)") and elapsed() > args.time_budget:
+            if not (label in ("before", "after") or turn) and elapsed() > args.time_budget:
                 entry["runs"][label] = {"flags": list(extra), "error": f"skipped: past the {args.time_budget} s budget"}
                 continue
             print(f"[{elapsed():6.0f}s] {name}: {label}", flush=True)
@@ -494,6 +523,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
                 if "rollout_sps" in run:
                     run["rollout_vs_raw"] = run["rollout_sps"] / entry["raw"]["sps"]
             run.update({"torchrun_ranks": nproc} if nproc else {})
+            run.update({"turn": turn} if turn else {})
             entry["runs"][label] = run
             entry.update(torchrun_vs_plain(entry["runs"]))
             write(results, out_path, t_start)  # a call cut short still leaves what was measured

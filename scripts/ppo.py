@@ -50,6 +50,7 @@ from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402,F401 -- Con
 from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
 from rltrain.distributed import DistContext  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
+from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean, minibatch_moments  # noqa: E402
 from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.rollout import RolloutBuffer, minibatch_indices  # noqa: E402
@@ -270,105 +271,115 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
     def advantage_moments(minibatches: torch.Tensor) -> Optional[torch.Tensor]:
         """``[K, 3]``: each minibatch's (mean, std, denominator) over its rows on every rank, in one
-        all-reduce; None in a single process (the loss computes them from its own rows)."""
-        if not ctx.is_distributed:
+        all-reduce; None without other ranks (the loss computes them from its own rows)."""
+        if not ctx.has_peers:
             return None
         return ctx.masked_moments(b["advantages"], b_valid, index=minibatches).loss_terms()
 
     loss_fn = partial(minibatch_loss, args, learner)
     loss_fn = torch.compile(loss_fn, dynamic=False) if args.compile else loss_fn
+    interrupt = GracefulInterrupt().install()  # Ctrl-C: finish the iteration, keep a checkpoint, stop
+    interrupted = False
 
-    for iteration in range(start_iteration + 1, num_iterations + 1):
-        t_iter = time.perf_counter()
-        credit.start_iteration(iteration)
-        global_step += global_batch
+    try:
+        for iteration in range(start_iteration + 1, num_iterations + 1):
+            t_iter = time.perf_counter()
+            credit.start_iteration(iteration)
+            global_step += global_batch
 
-        # ------------------------------------------------------------ rollout
-        ep_returns, ep_lengths = [], []
-        if collector is not None:
-            with torch.inference_mode():  # T steps of every env with the current parameters
-                ep_returns, ep_lengths = collector.collect(timer)  # and V(s_T) into bootstrap_value
+            # ------------------------------------------------------------ rollout
+            ep_returns, ep_lengths = [], []
+            if collector is not None:
+                with torch.inference_mode():  # T steps of every env with the current parameters
+                    ep_returns, ep_lengths = collector.collect(timer)  # and V(s_T) into bootstrap_value
 
-        # ------------------------------------------------------------ credit assignment (GAE)
-        advantages, returns = gae(buf.values, bootstrap_value)
+            # ------------------------------------------------------------ credit assignment (GAE)
+            advantages, returns = gae(buf.values, bootstrap_value)
 
-        # ------------------------------------------------------------ update
-        with timer.phase("update/forward"):
-            b = buf.flat(advantages=advantages, returns=returns)
-            b_valid = b["valid"].float()
-            mb_stats = []
-        for epoch in range(args.update_epochs):
+            # ------------------------------------------------------------ update
             with timer.phase("update/forward"):
-                minibatches = minibatch_indices(batch_size, minibatch_size, device)
-                moments = advantage_moments(minibatches)
-            for i, mb in enumerate(minibatches):
-                if (epoch or i) and targets_due(args.advantage_recompute, epoch, i):
-                    advantages, returns = recompute_advantages()
-                    b["advantages"], b["returns"] = advantages.reshape(-1), returns.reshape(-1)
-                    moments = advantage_moments(minibatches)
+                b = buf.flat(advantages=advantages, returns=returns)
+                b_valid = b["valid"].float()
+                mb_stats = []
+            for epoch in range(args.update_epochs):
                 with timer.phase("update/forward"):
-                    loss, mb_stat, approx_kl = loss_fn(b, b_valid, mb, None if moments is None else moments[i])
-                    mb_stats.append(mb_stat)
-                with ctx.timed_backward(timer):  # "update/backward", under DDP also "update/allreduce"
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                with timer.phase("update/optim"):
-                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                    optimizer.step()
-            if args.target_kl is not None and ctx.all_reduce(approx_kl, "mean").item() > args.target_kl:
+                    minibatches = minibatch_indices(batch_size, minibatch_size, device)
+                    moments = advantage_moments(minibatches)
+                for i, mb in enumerate(minibatches):
+                    if (epoch or i) and targets_due(args.advantage_recompute, epoch, i):
+                        advantages, returns = recompute_advantages()
+                        b["advantages"], b["returns"] = advantages.reshape(-1), returns.reshape(-1)
+                        moments = advantage_moments(minibatches)
+                    with timer.phase("update/forward"):
+                        loss, mb_stat, approx_kl = loss_fn(b, b_valid, mb, None if moments is None else moments[i])
+                        mb_stats.append(mb_stat)
+                    with ctx.timed_backward(timer):  # "update/backward", under DDP also "update/allreduce"
+                        optimizer.zero_grad(set_to_none=True)
+                        loss.backward()
+                    with timer.phase("update/optim"):
+                        nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                        optimizer.step()
+                if args.target_kl is not None and ctx.all_reduce(approx_kl, "mean").item() > args.target_kl:
+                    break
+            with timer.phase("update/optim"):
+                scheduler.step()
+
+            # ------------------------------------------------------------ once-per-iteration readout
+            secs = timer.read()  # the one device sync of the iteration
+            wall = time.perf_counter() - t_iter
+            stats = torch.stack(mb_stats)
+            finite = bool(torch.isfinite(stats).all())
+            with torch.no_grad():
+                valid = b["valid"]
+                y, v = b["returns"][valid], b["values"][valid]
+                explained_var = (1 - (y - v).var() / y.var()).item() if y.numel() > 1 else float("nan")
+            recent_returns.extend(ep_returns)
+            for sync in norm_syncs:  # observation / reward statistics of every rank's rollout
+                sync()
+            groups = group_totals(secs)
+            phases = {f"perf/{k}_s": s for k, s in {**groups, **secs}.items()}
+            losses = dict(zip(["losses/loss", "losses/policy_loss", "losses/value_loss", "losses/entropy",
+                               "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac"], stats.mean(0).tolist()))
+            g = iteration_readout(ctx, phase_secs=phases, means={**losses, "losses/explained_variance": explained_var},
+                                  episode_returns=ep_returns, episode_lengths=ep_lengths, recent_returns=recent_returns,
+                                  finite=finite, interrupted=interrupt.requested)  # the same on every rank
+            if g["nonfinite_rank"] < math.inf:
+                where = f" on rank {g['nonfinite_rank']:.0f}" if ctx.is_distributed else ""
+                raise NonFiniteLossError(
+                    f"non-finite loss (NaN/inf){where} at iteration {iteration} (global step {global_step}); "
+                    f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
+            ca, upd = groups.get("ca", 0.0), groups.get("update", 0.0)
+            metrics = {
+                "charts/learning_rate": optimizer.param_groups[0]["lr"],
+                "charts/SPS": (global_step - start_step) / (time.perf_counter() - start_time),
+                "charts/wall_s": clock.seconds(),
+                **{k: g[k] for k in (*losses, "losses/explained_variance")},
+                "perf/iteration_s": wall, "perf/iteration_sps": global_batch / wall,
+                "perf/ca_share_update": ca / (ca + upd) if ca + upd > 0 else 0.0,
+                "perf/ca_share_iteration": ca / wall,
+                **credit.end_iteration(secs, wall),
+                **{k: g[k] for k in phases},  # the slowest rank's
+                **({f"perf/rank0/{k[len('perf/'):]}": s for k, s in phases.items()} if ctx.is_distributed else {}),
+                **episode_metrics(g),
+            }
+            if evaluation is not None and iteration % args.eval_every == 0:
+                with clock.paused():
+                    metrics.update(evaluation(agent, obs_norm))
+            logger.log({"charts/iteration": iteration, **metrics}, global_step)
+            logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
+            tables[credit.name].add(secs, wall)  # this rank's phases: they add up to its wall clock
+
+            if args.checkpoint_every and (iteration % args.checkpoint_every == 0 or g["interrupted"]):
+                checkpoint(run_dir / "checkpoints" / "latest.pt", iteration)
+            if g["interrupted"]:  # a Ctrl-C on any rank: every rank stops after this iteration
+                interrupted = True
+                resume = f"; continue with --resume {run_dir / 'checkpoints' / 'latest.pt'}"
+                logger.write(f"interrupted at iteration {iteration}" + (resume if args.checkpoint_every else ""))
                 break
-        with timer.phase("update/optim"):
-            scheduler.step()
+    finally:
+        interrupt.restore()
 
-        # ------------------------------------------------------------ once-per-iteration readout
-        secs = timer.read()  # the one device sync of the iteration
-        wall = time.perf_counter() - t_iter
-        stats = torch.stack(mb_stats)
-        finite = bool(torch.isfinite(stats).all())
-        with torch.no_grad():
-            valid = b["valid"]
-            y, v = b["returns"][valid], b["values"][valid]
-            explained_var = (1 - (y - v).var() / y.var()).item() if y.numel() > 1 else float("nan")
-        recent_returns.extend(ep_returns)
-        for sync in norm_syncs:  # observation / reward statistics of every rank's rollout
-            sync()
-        groups = group_totals(secs)
-        phases = {f"perf/{k}_s": s for k, s in {**groups, **secs}.items()}
-        losses = dict(zip(["losses/loss", "losses/policy_loss", "losses/value_loss", "losses/entropy",
-                           "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac"], stats.mean(0).tolist()))
-        g = iteration_readout(ctx, phase_secs=phases, means={**losses, "losses/explained_variance": explained_var},
-                              episode_returns=ep_returns, episode_lengths=ep_lengths, recent_returns=recent_returns,
-                              finite=finite)  # every rank's figures: the same on every rank
-        if g["nonfinite_rank"] < math.inf:
-            where = f" on rank {g['nonfinite_rank']:.0f}" if ctx.is_distributed else ""
-            raise NonFiniteLossError(
-                f"non-finite loss (NaN/inf){where} at iteration {iteration} (global step {global_step}); "
-                f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
-        ca, upd = groups.get("ca", 0.0), groups.get("update", 0.0)
-        metrics = {
-            "charts/learning_rate": optimizer.param_groups[0]["lr"],
-            "charts/SPS": (global_step - start_step) / (time.perf_counter() - start_time),
-            "charts/wall_s": clock.seconds(),
-            **{k: g[k] for k in (*losses, "losses/explained_variance")},
-            "perf/iteration_s": wall, "perf/iteration_sps": global_batch / wall,
-            "perf/ca_share_update": ca / (ca + upd) if ca + upd > 0 else 0.0,
-            "perf/ca_share_iteration": ca / wall,
-            **credit.end_iteration(secs, wall),
-            **{k: g[k] for k in phases},  # the slowest rank's
-            **({f"perf/rank0/{k[len('perf/'):]}": s for k, s in phases.items()} if ctx.is_distributed else {}),
-            **episode_metrics(g),
-        }
-        if evaluation is not None and iteration % args.eval_every == 0:
-            with clock.paused():
-                metrics.update(evaluation(agent, obs_norm))
-        logger.log({"charts/iteration": iteration, **metrics}, global_step)
-        logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
-        tables[credit.name].add(secs, wall)  # this rank's phases: they add up to its wall clock
-
-        if args.checkpoint_every and iteration % args.checkpoint_every == 0:
-            checkpoint(run_dir / "checkpoints" / "latest.pt", iteration)
-
-    if args.save_model:
+    if args.save_model and not interrupted:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_iterations)
     avg_return = report_end(ctx, agent, logger, tables, credit.labels, unit="iterations", estimator="GAE",
                             recent_returns=recent_returns, global_step=global_step, start_time=start_time)
@@ -376,7 +387,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     envs.close() if envs is not None else None
     evaluation.close() if evaluation is not None else None
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
-            "iterations": sum(table.iterations for table in tables.values())}
+            "iterations": sum(table.iterations for table in tables.values()), "interrupted": interrupted}
 
 
 def cli(argv: Optional[list] = None) -> Args:

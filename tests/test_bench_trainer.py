@@ -90,3 +90,14 @@ def test_git_commit_names_a_checkout_top_only(tmp_path):
     (tmp_path / "copy").mkdir()
     assert B.git_commit(tmp_path) == head
     assert B.git_commit(tmp_path / "copy") is None
+
+
+def test_torchrun_ratio_pairs_the_runs_taken_in_turn():
+    runs = {"after": {"sps": 100.0, "turn": 1}, "after, torchrun 1 rank(s)": {"sps": 95.0, "turn": 1, "torchrun_ranks": 1},
+            "after (2)": {"sps": 120.0, "turn": 2}, "after, torchrun 1 rank(s) (2)": {"sps": 120.0, "turn": 2,
+                                                                                     "torchrun_ranks": 1},
+            "after, --compile": {"sps": 500.0}}  # a variant: not in the turns
+    out = B.torchrun_vs_plain(runs)
+    assert out["torchrun_vs_plain"]["1"] == pytest.approx(215 / 220)
+    assert out["torchrun_vs_plain_pairs"]["1"] == pytest.approx([0.95, 1.0])
+    assert B.torchrun_vs_plain({"after": {"sps": 1.0}}) == {}

@@ -284,7 +284,7 @@ def test_nccl_one_rank_matches_the_plain_run(tmp_path):
     (p,), (o,) = outputs(tmp_path / "plain", 1), outputs(tmp_path / "one", 1)
     for a, b in zip(p["params"], o["params"]):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
-    assert "update/allreduce" in o["phases"] and o["phases"]["update/allreduce"] > 0
+    assert "update/allreduce" not in o["phases"]  # one rank: no DDP, nothing to all-reduce
 
 
 @pytest.mark.cuda

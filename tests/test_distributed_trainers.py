@@ -262,4 +262,4 @@ def test_ppo_on_gpus_with_nccl(nproc, tmp_path):
     (run_dir,) = run_folders(tmp_path)
     logged = rows(run_dir)
     assert [r["global_step"] for r in logged] == [64 * 16 * i for i in range(1, 5)]
-    assert all(r["perf/update/allreduce_s"] >= 0 for r in logged)
+    assert all(("perf/update/allreduce_s" in r) == (nproc > 1) for r in logged)  # one rank: no DDP

@@ -158,6 +158,32 @@ def test_resume_after_kill(tmp_path):
     assert torch.load(ckpts[0], weights_only=False)["iteration"] == 12
 
 
+def test_ctrl_c_finishes_the_iteration_keeps_a_checkpoint_and_resumes(tmp_path):
+    """The first Ctrl-C stops the run after its iteration with a checkpoint of that iteration (exit 0);
+    --resume goes on from it without losing an iteration."""
+    flags = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", str(4 * 32 * 400),
+             "--checkpoint-every", "1000", "--ca-backend", "loop", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--runs-dir", str(tmp_path / "runs"), *flags],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    rows = []
+    while time.time() < deadline and len(rows) < 2 and proc.poll() is None:
+        logs = list((tmp_path / "runs").glob("*/metrics.jsonl"))
+        rows = logs[0].read_text().splitlines() if logs else []
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out[-3000:]
+    (ckpt,) = (tmp_path / "runs").glob("*/checkpoints/latest.pt")
+    stopped = torch.load(ckpt, weights_only=False)["iteration"]
+    assert 2 <= stopped < 400 and f"interrupted at iteration {stopped}; continue with --resume" in out
+    logged = [row["charts/iteration"] for row in metrics(ckpt.parents[1])]
+    assert logged == list(range(1, stopped + 1))  # the last iteration finished, logged and kept
+    r = run_cli(tmp_path, "--resume", str(ckpt), "--total-timesteps", str(4 * 32 * (stopped + 2)))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [row["charts/iteration"] for row in metrics(ckpt.parents[1])] == list(range(1, stopped + 3))
+
+
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("flags,message", [
     (["--env-id", "Breakout-v4x"], "unknown env id 'Breakout-v4x'.*Did you mean"),
