@@ -74,9 +74,9 @@ def _chosen(kernel, batch: Batch, family: str, tensors: tuple, coefficients: tup
         return config
     dtype_name = str(batch.out_dtype).removeprefix("torch.")
     key = (kernel, tuned.key(family, time_contiguous, dtype_name, T, N), device.name)
-    options = autotune.candidates(N, T, time_contiguous, batch.out_dtype.itemsize, device)
     with fast_path.unrecorded():
-        return autotune.fastest(key, config, options,
+        return autotune.fastest(key, config,
+                                lambda: autotune.candidates(N, T, time_contiguous, batch.out_dtype.itemsize, device),
                                 lambda c: _launch_in(c, kernel, batch, tensors, coefficients, dict(constexprs)),
                                 batch.device.type == "cuda")
 

@@ -60,10 +60,10 @@ def _seconds(run: Callable[[], None], on_gpu: bool) -> float:
     return time.perf_counter() - started
 
 
-def fastest(key: tuple, chosen: LaunchConfig, options: list[LaunchConfig], run: Callable[[LaunchConfig], None],
-            on_gpu: bool) -> LaunchConfig:
-    """The fastest of ``chosen`` and ``options[:MAX_CANDIDATES]`` by ``run(config)``, timed once per ``key``."""
+def fastest(key: tuple, chosen: LaunchConfig, options: Callable[[], list[LaunchConfig]],
+            run: Callable[[LaunchConfig], None], on_gpu: bool) -> LaunchConfig:
+    """The fastest of ``chosen`` and ``options()[:MAX_CANDIDATES]`` by ``run(config)``, timed once per ``key``."""
     if key not in _fastest:
-        timed = list(dict.fromkeys([chosen, *options[:MAX_CANDIDATES]]))
+        timed = list(dict.fromkeys([chosen, *options()[:MAX_CANDIDATES]]))
         _fastest[key] = min(timed, key=lambda config: _seconds(lambda: run(config), on_gpu))
     return _fastest[key]
