@@ -11,7 +11,7 @@ from typing import Tuple
 
 import torch
 
-__all__ = ["NonFiniteLossError", "masked_mean", "minibatch_moments"]
+__all__ = ["NonFiniteLossError", "masked_mean", "minibatch_moments", "explained_variance"]
 
 
 class NonFiniteLossError(RuntimeError):
@@ -38,3 +38,16 @@ def minibatch_moments(x: torch.Tensor, mask: torch.Tensor, ctx=None) -> Tuple[to
     denom = mask.sum().clamp_min(1.0)
     mean = masked_mean(x, mask, denom)
     return mean, masked_mean((x - mean).square(), mask, denom).sqrt(), denom
+
+
+def explained_variance(y: torch.Tensor, pred: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``1 - Var(y - pred) / Var(y)`` over the rows where ``mask`` (0/1 floats) is 1, with unbiased
+    variances (as ``torch.var``); NaN with fewer than two such rows.  Masked sums, no boolean indexing:
+    the shapes stay fixed, so a ``torch.compile``'d loss computes it inside its graph."""
+    n = mask.sum()
+
+    def variance(x: torch.Tensor) -> torch.Tensor:
+        mean = (x * mask).sum() / n
+        return ((x - mean).square() * mask).sum() / (n - 1)
+
+    return torch.where(n > 1, 1 - variance(y - pred) / variance(y), torch.full_like(n, float("nan")))

@@ -1,14 +1,17 @@
-"""Process runtime setup: device choice, torch CPU threads, run-folder naming."""
+"""Process runtime setup: device choice, torch CPU threads, ``--compile``, run-folder naming."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import torch
 
-__all__ = ["num_cores", "select_device", "set_torch_threads", "make_run_dir"]
+__all__ = ["num_cores", "select_device", "set_torch_threads", "compiled", "make_run_dir"]
+
+F = TypeVar("F", bound=Callable)
 
 
 def num_cores() -> int:
@@ -37,6 +40,16 @@ def set_torch_threads(n: int, device: torch.device, cores: int = 0) -> int:
         n = 1 if device.type == "cuda" else max(1, (cores or num_cores()) // 2)
     torch.set_num_threads(n)
     return n
+
+
+def compiled(fn: F, enabled: bool) -> F:
+    """``torch.compile(fn, dynamic=False)`` when ``enabled`` (a trainer's ``--compile``), else ``fn`` itself.
+
+    The trainers compile per-minibatch work whose shapes are the same every call, so each graph is
+    specialised to its shapes (``dynamic=False``); another shape (a whole batch rather than a minibatch)
+    compiles a graph of its own on first use.  The first call of each compiles (seconds
+    to a minute); the gradients flow through the compiled graph's own backward."""
+    return torch.compile(fn, dynamic=False) if enabled else fn
 
 
 def make_run_dir(root: str | Path, env_id: str, exp_name: str, seed: int) -> Path:

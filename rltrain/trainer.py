@@ -34,7 +34,7 @@ from torch.distributed.elastic.multiprocessing.errors import get_error_handler, 
 from rltrain.checkpoint import load_checkpoint
 from rltrain.config import ConfigError, parse_args
 from rltrain.credit import CreditMismatchError
-from rltrain.distributed import DistContext, NullLogger, distributed_context, launched_by_torchrun
+from rltrain.distributed import DistContext, NullLogger, distributed_context, end_worker, launched_by_torchrun
 from rltrain.logger import Logger
 from rltrain.losses import NonFiniteLossError
 from rltrain.runtime import make_run_dir
@@ -249,6 +249,7 @@ def _run_main(main: Callable[[Any, DistContext], Any], cli: Callable[[], Any], c
         args = cli()
         with distributed_context(cuda=args.cuda, backend=args.dist_backend, timeout_s=args.dist_timeout_s) as ctx:
             main(args, ctx)
+        end_worker(ctx)  # under torchrun: exit 0 now, without the teardown that can abort (end_worker)
     except tuple(codes) as e:
         where = f" on rank {ctx.rank} of {ctx.world_size}" if ctx is not None and ctx.is_distributed else ""
         notes = "".join(f"\n{note}" for note in getattr(e, "__notes__", ()))

@@ -112,8 +112,12 @@ CASES: Dict[str, Case] = {
                                                                     str(max(1, num_cores() // 2)))),)),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
-                            variants=tuple((f"after, batches of {w}", ("--num-actors", "2", "--learner-batch-envs", str(w)))
-                                           for w in (256, 1024, 128)) + (
+                            variants=(
+                                ("after, --compile", ("--num-actors", "2", "--learner-batch-envs", "512", "--compile")),
+                                ("after, --compile, batches of 256",
+                                 ("--num-actors", "2", "--learner-batch-envs", "256", "--compile")),
+                            ) + tuple((f"after, batches of {w}", ("--num-actors", "2", "--learner-batch-envs", str(w)))
+                                      for w in (256, 1024, 128)) + (
                                 ("after, full-width batches (2048)", ("--num-actors", "2")),),
                             raw_threads=(1, 2)),
     "impala-breakout": Case("impala", "Breakout-v5", 4096, 20, warmup=1, timed=3,

@@ -2,6 +2,7 @@
 
     python scripts/impala.py                                   # CartPole-v1; most runs solve it in 1-2 min on 2 cores
     python scripts/impala.py --correction retrace              # Q critic, Retrace targets, ACER-style PG
+    python scripts/impala.py --num-envs 4096 --num-actors 2 --learner-batch-envs 512 --compile   # compiled learner
     python scripts/impala.py --config configs/impala_atari.yaml --env-id Breakout-v5 --num-envs 4096
     python scripts/impala.py --resume runs/<run>/checkpoints/latest.pt
     torchrun --standalone --nproc-per-node 2 scripts/impala.py --num-envs 8192   # 2 GPUs: a learner + actors each
@@ -33,6 +34,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal, Optional, Tuple
 
@@ -51,9 +53,9 @@ from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
 from rltrain.distributed import DistContext  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
-from rltrain.losses import NonFiniteLossError, masked_mean, minibatch_moments  # noqa: E402
+from rltrain.losses import NonFiniteLossError, explained_variance, masked_mean, minibatch_moments  # noqa: E402
 from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
-from rltrain.runtime import set_torch_threads  # noqa: E402
+from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
                              report_end, run_main, start_run)
@@ -149,6 +151,9 @@ class Args(ExperimentArgs):
     """stop early once the average return of the last 100 episodes reaches this (None: use the whole budget)"""
     actor_timeout_s: float = 300.0
     """stop with an error (exit 4, each actor's stack printed) when the learner gets no batch for this long"""
+    compile: bool = False
+    """torch.compile the learner's minibatch forward pass and its loss (and, through them, backward); the
+    V-trace / Retrace call between them stays outside the compiled code"""
 
     def learner_batch(self) -> LearnerBatch:
         """num_steps x learner_batch_envs trajectories (0: all num_envs / num_actors of an actor's envs);
@@ -294,40 +299,52 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
             _, _, log_rhos, critic, probs = policy_and_critic(traj)
         return assign_credit(traj, log_rhos, critic, probs)
 
-    def loss_and_stats(mb, ret_stats: bool, targets=None):
-        """V-trace or Retrace loss on a minibatch of env columns (time-major [T(+1), M]); ``targets``:
-        its (value targets, advantages) from ``batch_targets``, or None to compute them from this
-        minibatch's forward pass (--advantage-recompute minibatch)."""
+    def minibatch_loss(mb, logp, entropy, log_rhos, critic, target, adv, moments=None, ret_stats: bool = True):
+        """V-trace or Retrace loss on a minibatch of env columns (time-major [T(+1), M]) from its forward
+        pass (``policy_and_critic``) and its (value ``target``, advantages ``adv``) [T, M]; ``moments``:
+        ``(mean, std, denominator)`` of the advantages and valid steps of every rank's minibatch
+        (torchrun), None: of this minibatch.  Returns the loss and, with ``ret_stats``, its diagnostics."""
         Tm = mb.actions.shape[0]
+        valid = mb.valid.float()
+        if args.correction == "vtrace":
+            pred = critic[:Tm]
+        else:
+            pred = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
+        adv_mean, adv_std, denom = minibatch_moments(adv, valid) if moments is None else moments
+        if args.norm_adv:
+            adv = (adv - adv_mean) / (adv_std + 1e-8)
+        pg_loss = -masked_mean(adv * logp, valid, denom)
+        v_loss = 0.5 * masked_mean((pred - target).square(), valid, denom)
+        ent = masked_mean(entropy, valid, denom)
+        loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * ent
+        stats = None
+        if ret_stats:
+            with torch.no_grad():
+                ratio = log_rhos.exp()
+                stats = torch.stack([loss, pg_loss, v_loss, ent, masked_mean(-log_rhos, valid, denom),
+                                     masked_mean((ratio - 1) - log_rhos, valid, denom),
+                                     masked_mean((ratio > args.rho_bar).float(), valid, denom),
+                                     masked_mean(ratio, valid, denom),
+                                     explained_variance(target, pred.detach(), valid)])
+        return loss, stats
+
+    # --compile: the forward pass and the loss each become a compiled graph (and its backward); the V-trace /
+    # Retrace kernels between them are called as they are.  Under torchrun the DDP wrapper's own forward stays
+    # eager (Dynamo leaves it out) and the agent under it is compiled
+    forward_fn = compiled(partial(policy_and_critic, model=learner), args.compile)
+    loss_fn = compiled(minibatch_loss, args.compile)
+
+    def loss_and_stats(mb, ret_stats: bool, targets=None):
+        """The loss (and diagnostics) of a minibatch of env columns; ``targets``: its (value targets,
+        advantages) from ``batch_targets``, or None to compute them from this minibatch's forward pass
+        (--advantage-recompute minibatch)."""
         with timer.phase("learner/forward"):
-            logp, entropy, log_rhos, critic, probs = policy_and_critic(mb, learner)
-            valid = mb.valid.float()
+            logp, entropy, log_rhos, critic, probs = forward_fn(mb)
         target, adv = assign_credit(mb, log_rhos, critic, probs) if targets is None else targets
         with timer.phase("learner/forward"):
-            if args.correction == "vtrace":
-                pred = critic[:Tm]
-            else:
-                pred = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
-            # over every rank's minibatch under torchrun (one all-reduce), this one in a single process
-            adv_mean, adv_std, denom = minibatch_moments(adv, valid, ctx)
-            if args.norm_adv:
-                adv = (adv - adv_mean) / (adv_std + 1e-8)
-            pg_loss = -masked_mean(adv * logp, valid, denom)
-            v_loss = 0.5 * masked_mean((pred - target).square(), valid, denom)
-            ent = masked_mean(entropy, valid, denom)
-            loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * ent
-            stats = None
-            if ret_stats:
-                with torch.no_grad():
-                    ratio = log_rhos.exp()
-                    m = mb.valid
-                    y, v = target[m], pred.detach()[m]
-                    ev = 1 - (y - v).var() / y.var() if y.numel() > 1 else torch.tensor(float("nan"))
-                    stats = torch.stack([loss, pg_loss, v_loss, ent, masked_mean(-log_rhos, valid, denom),
-                                         masked_mean((ratio - 1) - log_rhos, valid, denom),
-                                         masked_mean((ratio > args.rho_bar).float(), valid, denom),
-                                         masked_mean(ratio, valid, denom), ev.to(loss.device)])
-        return loss, stats
+            # under torchrun: over every rank's minibatch, in one all-reduce outside the compiled loss
+            moments = minibatch_moments(adv, mb.valid.float(), ctx) if ctx.has_peers else None
+            return loss_fn(mb, logp, entropy, log_rhos, critic, target, adv, moments, ret_stats)
 
     try:
         interrupt.install()

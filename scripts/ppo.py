@@ -54,7 +54,7 @@ from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean, minibatch_moments  # noqa: E402
 from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
 from rltrain.rollout import RolloutBuffer, minibatch_indices  # noqa: E402
-from rltrain.runtime import set_torch_threads  # noqa: E402
+from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
                              report_end, run_main, start_run)
@@ -276,8 +276,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
             return None
         return ctx.masked_moments(b["advantages"], b_valid, index=minibatches).loss_terms()
 
-    loss_fn = partial(minibatch_loss, args, learner)
-    loss_fn = torch.compile(loss_fn, dynamic=False) if args.compile else loss_fn
+    loss_fn = compiled(partial(minibatch_loss, args, learner), args.compile)
     interrupt = GracefulInterrupt().install()  # Ctrl-C: finish the iteration, keep a checkpoint, stop
     interrupted = False
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents import make_agent  # noqa: E402
 from envs.normalize import RunningMeanStd  # noqa: E402
 from rltrain.config import ConfigError  # noqa: E402
-from rltrain.distributed import distributed_context, record  # noqa: E402
+from rltrain.distributed import distributed_context, end_worker, record  # noqa: E402
 from rltrain.seeding import get_rng_state, seed_everything, set_rng_state  # noqa: E402
 from rltrain.timers import PhaseTimer  # noqa: E402
 
@@ -140,6 +140,7 @@ def run(a: argparse.Namespace) -> None:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         torch.save(out, Path(a.out) / f"rank{r}.pt")
         print(f"rank {r} of {W} done", flush=True)
+    end_worker(ctx)  # as the trainers' run_main does
 
 
 @record
