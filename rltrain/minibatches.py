@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rltrain.config import ConfigError
 
-__all__ = ["LearnerBatch", "resolve_minibatches"]
+__all__ = ["LearnerBatch", "resolve_minibatches", "step_budget"]
 
 
 @dataclass(frozen=True)
@@ -65,3 +65,10 @@ def resolve_minibatches(batch: LearnerBatch, num_minibatches: int, minibatch_siz
                           f"a batch of {batch.size} steps in minibatches of {minibatch_size} is {derived} "
                           f"minibatches; give one of them and set the other to 0")
     return derived, minibatch_size
+
+
+def step_budget(total_timesteps: int, batch: LearnerBatch, default_steps: int, rollouts: int = 40) -> int:
+    """``total_timesteps``, or for 0 (the trainers' default) ``default_steps`` raised to ``rollouts`` learner
+    batches where those are more: a default that fits any ``--num-envs`` (PPO on CartPole-v1 with 4096 envs
+    reaches an average return of 500 in about 33 rollouts)."""
+    return total_timesteps or max(default_steps, rollouts * batch.size)

@@ -140,7 +140,7 @@ for _field, _rule in {
     "num_envs": at_least(1),
     "num_threads": at_least(0),
     "torch_threads": at_least(0),
-    "total_timesteps": at_least(1),
+    "total_timesteps": at_least(0),  # 0: the trainer's default budget (rltrain.minibatches.step_budget)
     "num_steps": at_least(1),
     "num_minibatches": at_least(0),
     "minibatch_size": at_least(0),
@@ -209,7 +209,7 @@ def _recv_batch_within_an_actor(args) -> Optional[str]:
 def _batch_splits_and_fits(args) -> Optional[str]:
     batch = args.learner_batch()
     resolve_minibatches(batch, args.num_minibatches, args.minibatch_size)  # raises its own ConfigError
-    if args.total_timesteps < batch.size:
+    if 0 < args.total_timesteps < batch.size:
         return (f"--total-timesteps {args.total_timesteps} is smaller than one batch "
                 f"({batch.rows} steps x {batch.columns} envs = {batch.size})")
     return None

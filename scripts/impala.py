@@ -28,6 +28,7 @@ minibatch, and a Ctrl-C on any rank stops them all after the same update.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import queue
 import sys
@@ -54,7 +55,7 @@ from rltrain.distributed import DistContext  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.losses import NonFiniteLossError, explained_variance, masked_mean, minibatch_moments  # noqa: E402
-from rltrain.minibatches import LearnerBatch, resolve_minibatches  # noqa: E402
+from rltrain.minibatches import LearnerBatch, resolve_minibatches, step_budget  # noqa: E402
 from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
@@ -96,8 +97,9 @@ class Args(ExperimentArgs):
     # --- algorithm ---
     agent: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
     """network: auto = nature_cnn for images, mlp otherwise"""
-    total_timesteps: int = 800_000
-    """total environment steps learned from (counting all envs of all ranks)"""
+    total_timesteps: int = 0
+    """total environment steps learned from (counting all envs of all ranks); 0: 800,000, or 40 learner batches
+    where those are more"""
     learning_rate: float = 5e-4
     """Adam learning rate"""
     anneal_lr: bool = True
@@ -161,9 +163,15 @@ class Args(ExperimentArgs):
         return LearnerBatch(rows=self.num_steps, columns=self.learner_batch_envs or self.num_envs // self.num_actors,
                             whole_columns=True)
 
+    def with_step_budget(self) -> "Args":
+        """These args with ``total_timesteps`` 0 replaced by the default budget (see the flag)."""
+        return dataclasses.replace(self, total_timesteps=step_budget(self.total_timesteps, self.learner_batch(),
+                                                                     800_000))
+
 
 def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     validate(args)  # every flag; the rules are in rltrain/validation.py
+    args = args.with_step_budget()  # --total-timesteps 0: the default budget
     ctx = ctx or DistContext.single_process(args.cuda)  # under torchrun: this rank (rltrain.run_main)
     run_args, args = args, ctx.rank_args(args)  # args: this rank's share (num_envs / world size envs)
     width = args.num_envs // args.num_actors  # envs of one actor

@@ -184,6 +184,14 @@ def test_ctrl_c_finishes_the_iteration_keeps_a_checkpoint_and_resumes(tmp_path):
     assert [row["charts/iteration"] for row in metrics(ckpt.parents[1])] == list(range(1, stopped + 3))
 
 
+def test_default_step_budget_fits_any_number_of_envs():
+    """Without --total-timesteps: 300,000 steps, or 40 rollouts where one rollout is large (the README's
+    `--num-envs 4096` runs 40 iterations instead of stopping at a batch larger than the budget)."""
+    assert ppo.cli(["--num-envs", "8"]).with_step_budget().total_timesteps == 300_000
+    assert ppo.cli(["--num-envs", "4096"]).with_step_budget().total_timesteps == 40 * 128 * 4096
+    assert ppo.cli(["--num-envs", "4096", "--total-timesteps", "600000"]).with_step_budget().total_timesteps == 600_000
+
+
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("flags,message", [
     (["--env-id", "Breakout-v4x"], "unknown env id 'Breakout-v4x'.*Did you mean"),

@@ -34,7 +34,7 @@ BAD = {
     "num_envs": (0, "--num-envs must be an integer >= 1, got 0"),
     "num_threads": (-1, "--num-threads must be an integer >= 0, got -1"),
     "torch_threads": (-4, "--torch-threads must be an integer >= 0, got -4"),
-    "total_timesteps": (0, "--total-timesteps must be an integer >= 1, got 0"),
+    "total_timesteps": (-1, "--total-timesteps must be an integer >= 0, got -1"),
     "num_steps": (0, "--num-steps must be an integer >= 1, got 0"),
     "num_minibatches": (-1, "--num-minibatches must be an integer >= 0, got -1"),
     "minibatch_size": (-64, "--minibatch-size must be an integer >= 0, got -64"),
@@ -119,7 +119,7 @@ def test_trainer_main_rejects_before_building_anything(script, flag, value, mess
 def test_preset_of_the_wrong_type_is_named(tmp_path):
     preset = tmp_path / "p.yaml"
     preset.write_text("total_timesteps: 1e7\n")  # YAML reads 1e7 as a string
-    with pytest.raises(ConfigError, match=r"^--total-timesteps must be an integer >= 1, got '1e7'$"):
+    with pytest.raises(ConfigError, match=r"^--total-timesteps must be an integer >= 0, got '1e7'$"):
         validate(ppo.cli(["--config", str(preset)]))
 
 
