@@ -54,7 +54,8 @@ epoch together, again after an advantage recompute; IMPALA's advantages exist on
 minibatch's forward, so it reduces once per minibatch).  :meth:`DistContext.reduce_scalars` /
 :meth:`DistContext.gather_scalars` reduce a dict of floats (episode sums and counts, losses, phase
 seconds: max over ranks, the stop flags) in one all-gather.  :class:`RunningStatsSync` merges the
-ranks' observation / reward normaliser statistics once per iteration.
+ranks' observation / reward normaliser statistics once per iteration.  With one rank
+(:attr:`DistContext.has_peers` false) none of this runs: no DDP, no collective.
 
 Rank 0.  :attr:`DistContext.is_main` gates logging (:class:`NullLogger` elsewhere) and the run
 folder (:meth:`DistContext.broadcast_object` hands its path to the others);
