@@ -85,12 +85,12 @@ def env_family(env_id: str) -> str:
 SHARE_CORES = {"classic": True, "atari": False, "mujoco": False}
 
 
-def threads_per_pool(num_threads: int, pools: int, family: str = "atari") -> int:
+def threads_per_pool(num_threads: int, pools: int, family: str) -> int:
     """EnvPool worker threads of each of ``pools`` pools that step at the same time: ``num_threads``
     each (0: one per core), divided among the pools for the families that share the cores
-    (``SHARE_CORES``); at least one."""
+    (``SHARE_CORES``, by :func:`env_family`); at least one."""
     threads = num_threads if num_threads > 0 else num_cores()
-    return max(1, threads // pools) if SHARE_CORES.get(family, False) else threads
+    return max(1, threads // pools) if SHARE_CORES[family] else threads
 
 
 def make_envs(

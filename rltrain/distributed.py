@@ -77,6 +77,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import logging
 import os
 import sys
 import time
@@ -547,8 +548,6 @@ def end_worker(ctx: DistContext) -> None:
     whole job as failed; the run's files are closed by then.  Nothing happens in a single process."""
     if not ctx.is_distributed:
         return
-    import logging
-
     sys.stdout.flush()
     sys.stderr.flush()
     logging.shutdown()

@@ -41,8 +41,7 @@ from rltrain.runtime import make_run_dir
 from rltrain.seeding import get_rng_state, set_rng_state
 
 __all__ = ["parse_trainer_args", "TrainerState", "RunStart", "start_run", "iteration_readout", "episode_metrics",
-           "report_end",
-           "run_main", "EXIT_CODES"]
+           "report_end", "run_main", "EXIT_CODES"]
 
 A = TypeVar("A")
 
@@ -218,7 +217,7 @@ def report_end(ctx: DistContext, agent: torch.nn.Module, logger: Any, tables: Ma
     ("GAE", "vtrace") -- and the last line: global step, the average return of every rank's last
     episodes, wall time since ``start_time``.  Returns that average (NaN without episodes)."""
     ctx.check_replicas(agent)
-    if ctx.world_size > 1:
+    if ctx.has_peers:
         logger.write(f"parameters identical on all {ctx.world_size} ranks")
     recent = iteration_readout(ctx, phase_secs={}, means={}, episode_returns=[], episode_lengths=[],
                                recent_returns=recent_returns, finite=True)  # every rank's last episodes
