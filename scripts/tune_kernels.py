@@ -38,8 +38,12 @@ from kernels.launch.heuristic import DeviceInfo, device_info  # noqa: E402
 # The estimator that stands for each family in the sweep.
 REPRESENTATIVES = {"gae": "gae", "vtrace": "vtrace", "retrace": "retrace", "returns": "lambda_returns",
                    "forward": "eligibility_traces"}
-# N x T: the benchmark's quick grid and the long sequences of few environments.
-DEFAULT_SHAPES = tuple(B.QUICK_SHAPES) + ((128, 2048), (128, 8192), (256, 2048), (256, 8192))
+# N x T, swept shape by shape in this order, so that a time budget cuts the last: first the shapes
+# whose launches matter most (one column of a long sequence, the trainers' 4096 x 128, the largest
+# problem, the long sequences of few environments), then the rest of the benchmark's quick grid.
+FIRST_SHAPES = ((16, 1048576), (4096, 128), (8192, 4096), (128, 4096), (128, 2048), (128, 8192), (256, 4096),
+                (32768, 8))
+DEFAULT_SHAPES = tuple(dict.fromkeys(FIRST_SHAPES + tuple(B.QUICK_SHAPES) + ((256, 2048), (256, 8192))))
 QUICK_SHAPES = ((12, 40),)
 
 
@@ -76,8 +80,8 @@ def run(opts) -> dict:
     if opts.merge and out.is_file():
         table["entries"] = json.loads(out.read_text())["entries"]
     started = time.perf_counter()
-    cells = list(itertools.product(opts.families, opts.layouts, opts.dtypes, opts.shapes))
-    for i, (family, layout, dtype_name, (N, T)) in enumerate(cells):
+    cells = list(itertools.product(opts.shapes, opts.layouts, opts.families, opts.dtypes))  # shape by shape
+    for i, ((N, T), layout, family, dtype_name) in enumerate(cells):
         if opts.time_budget and time.perf_counter() - started > opts.time_budget:
             print(f"time budget: {len(cells) - i} cells not swept", flush=True)
             break
@@ -98,7 +102,7 @@ def parse_args(argv=None):
     p.add_argument("--families", default=None, help=f"default: {','.join(tuned.FAMILIES)} (--quick: gae)")
     p.add_argument("--layouts", default="tn,nt")
     p.add_argument("--dtypes", default=None, help="f32, bf16 or f32,bf16 (the default; --quick: f32)")
-    p.add_argument("--shapes", default="", help="NxT,... (default: the benchmark's quick grid and long sequences)")
+    p.add_argument("--shapes", default="", help="NxT,... swept in this order (default: DEFAULT_SHAPES)")
     p.add_argument("--out", default=None, help="table file (default: kernels/launch/tuned/<device slug>.json)")
     p.add_argument("--merge", action="store_true", help="keep the existing table's entries this sweep does not measure")
     p.add_argument("--quick", action="store_true", help="a tiny sweep (the interpreter in CI)")

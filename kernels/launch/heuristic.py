@@ -4,7 +4,10 @@ A short rule, no device constants: a 4-warp program holds a tile of about ``TILE
 elements (16 per thread) shaped so that its loads are 16-byte vectors along the contiguous axis;
 programs are made narrower until there are ``PROGRAMS_PER_MULTIPROCESSOR`` per multiprocessor of
 the device, and where even then they would leave multiprocessors idle, tiles become programs of
-their own (look-back). Walks of several chunks are pipelined. A tuned table of the device
+their own (look-back). Walks of several chunks are pipelined. Long time-contiguous rows of fewer
+environments than that (``row_config``) are walked whole, one environment per program on up to 16
+warps, or, where those programs would leave a quarter of the multiprocessors idle, cut into
+look-back tiles of one environment. A tuned table of the device
 (``kernels.launch.tuned``) overrides this where a sweep measured something faster.
 """
 
@@ -21,7 +24,8 @@ from kernels.launch.config import LaunchConfig
 TILE_ELEMENTS = 2048  # a 4-warp program's tile: 16 elements per thread
 PROGRAMS_PER_MULTIPROCESSOR = 2
 LOOKBACK_FROM_CHUNKS = 4  # a column of fewer chunks is walked by one program even on an idle GPU
-LONGEST_ROW_TILE = 256  # steps of a time-contiguous tile
+LONGEST_ROW_TILE = 256  # steps of a time-contiguous tile of several environments
+LONGEST_ROW = 4096  # steps of a time-contiguous row one program holds whole
 PIPELINE_STAGES = 2
 
 
@@ -53,6 +57,8 @@ def heuristic_config(T: int, N: int, time_contiguous: bool, itemsize: int, devic
     tile = TILE_ELEMENTS // max(1, itemsize // 4)  # float64 tiles hold half as many
     t_pow, n_pow = triton.next_power_of_2(max(T, 1)), triton.next_power_of_2(max(N, 1))
     target = PROGRAMS_PER_MULTIPROCESSOR * device.multiprocessors
+    if time_contiguous and T > LONGEST_ROW_TILE and N < target:
+        return row_config(T, N, vector, tile, device)
     if time_contiguous:
         block_t = min(t_pow, LONGEST_ROW_TILE)
         block_n = min(n_pow, max(1, tile // block_t))
@@ -72,3 +78,16 @@ def heuristic_config(T: int, N: int, time_contiguous: bool, itemsize: int, devic
     num_warps = min(8, max(1, block_t * block_n // (32 * 16)))
     stages = 1 if lookback or num_chunks < 3 else PIPELINE_STAGES
     return LaunchConfig(block_t, block_n, num_warps, lookback, stages)
+
+
+def row_config(T: int, N: int, vector: int, tile: int, device: DeviceInfo) -> LaunchConfig:
+    """The launch of ``N`` time-contiguous rows of ``T`` steps, fewer rows than the rule's programs:
+    one environment per program. Where the rows fill three quarters of the multiprocessors, each is
+    walked whole in chunks of up to ``LONGEST_ROW`` steps, two 16-byte vectors per thread (up to 16
+    warps), so a program's loads of a chunk are all in flight at once; fewer rows are cut into
+    look-back tiles of ``tile`` steps on 4 warps, so the sequence still spreads over the device."""
+    t_pow = triton.next_power_of_2(T)
+    if 4 * N < 3 * device.multiprocessors and T > tile:
+        return LaunchConfig(tile, 1, min(8, max(1, tile // (32 * 16))), True, 1)
+    block_t = min(t_pow, LONGEST_ROW)
+    return LaunchConfig(block_t, 1, min(16, max(1, block_t // (64 * vector))), False, 1)
