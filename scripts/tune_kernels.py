@@ -11,7 +11,9 @@ look-back, pipelined walks, and the heuristic's own launch). Each candidate is f
 benchmark's check: ``scripts/bench_kernels.py``), then timed with the benchmark's ``do_bench``
 median; a wrong or failing candidate is never timed. The fastest per key is written with its time
 and the heuristic's, beside the device name, the versions and the date. ``--merge`` keeps the
-entries of an existing table that this sweep does not measure.
+entries of an existing table that this sweep does not measure, and times the launch it holds for
+each key it does beside the candidates. Shapes are swept one after another (``DEFAULT_SHAPES``
+order), so a ``--time-budget`` cut drops the last.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -47,11 +50,15 @@ DEFAULT_SHAPES = tuple(dict.fromkeys(FIRST_SHAPES + tuple(B.QUICK_SHAPES) + ((25
 QUICK_SHAPES = ((12, 40),)
 
 
-def sweep_key(est: str, N: int, T: int, layout: str, dtype_name: str, opts, device: DeviceInfo) -> dict:
-    """The fastest correct candidate of one cell, with its time and the heuristic's."""
+def sweep_key(est: str, N: int, T: int, layout: str, dtype_name: str, opts, device: DeviceInfo,
+              held: Optional[LaunchConfig] = None) -> dict:
+    """The fastest correct candidate of one cell, with its time and the heuristic's; ``held``, the
+    launch the table being merged into holds for the cell, is timed beside them, so a new sweep
+    never replaces it with a slower one."""
     dtype = B.DTYPES[dtype_name]
     time_contiguous = layout == "nt" or N == 1
     configs = candidates(N, T, time_contiguous, dtype.itemsize, device)[: opts.max_candidates]
+    configs = list(dict.fromkeys(configs + ([held] if held else [])))
     heuristic = configs[0]
     fn = getattr(kernels, est)
 
@@ -86,7 +93,9 @@ def run(opts) -> dict:
             print(f"time budget: {len(cells) - i} cells not swept", flush=True)
             break
         key = tuned.key(family, layout == "nt" or N == 1, str(B.DTYPES[dtype_name]).removeprefix("torch."), T, N)
-        entry = sweep_key(REPRESENTATIVES[family], N, T, layout, dtype_name, opts, device)
+        held = table["entries"].get(key)
+        entry = sweep_key(REPRESENTATIVES[family], N, T, layout, dtype_name, opts, device,
+                          LaunchConfig(**held["config"]) if held else None)
         table["entries"][key] = entry
         print(f"[{time.perf_counter() - started:6.0f}s] {key}: {LaunchConfig(**entry['config']).label} "
               f"{entry['us']} us (heuristic {entry['heuristic_us']} us)", flush=True)

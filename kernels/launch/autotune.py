@@ -17,7 +17,7 @@ from typing import Callable
 
 from kernels._triton import triton
 from kernels.launch.config import MAX_TILE_ELEMENTS, WARPS, LaunchConfig
-from kernels.launch.heuristic import DeviceInfo, heuristic_config
+from kernels.launch.heuristic import PROGRAMS_PER_MULTIPROCESSOR, DeviceInfo, heuristic_config
 
 ENABLED = os.environ.get("RLTRAIN_AUTOTUNE", "0") not in ("", "0")
 MAX_CANDIDATES = 40
@@ -29,8 +29,8 @@ _fastest: dict = {}  # (kernel, table key, device name) -> LaunchConfig
 # each thread one or two 16-byte vectors. Environment-contiguous tiles: a short sequence held whole
 # (128 x 16 on 4 or 8 warps), square tiles walked deep (64 x 64, 32 x 32), long tiles of one column
 # of few environments (256-1024 x 16).
-ROW_LAUNCHES = ((4096, 1, 16), (4096, 1, 8), (2048, 1, 8), (2048, 1, 4), (1024, 1, 2), (512, 1, 4), (256, 1, 1),
-                (128, 2, 2), (256, 2, 2), (128, 1, 1))
+LONG_ROW_LAUNCHES = ((4096, 1, 16), (4096, 1, 8), (2048, 1, 8), (2048, 1, 4), (1024, 1, 2))
+SHORT_ROW_LAUNCHES = ((128, 2, 2), (256, 2, 2), (512, 1, 4), (256, 1, 1), (128, 1, 1))
 TIME_MAJOR_LAUNCHES = ((128, 16, 4), (128, 16, 8), (64, 64, 4), (64, 64, 8), (32, 32, 2), (64, 32, 4), (32, 64, 4),
                        (1024, 16, 8), (512, 16, 4), (256, 16, 4), (16, 64, 1), (32, 32, 1))
 # Then a grid of tiles, each on the warps that give a thread 4, 8, 16 or 32 elements.
@@ -41,11 +41,14 @@ ELEMENTS_PER_THREAD = (16, 32, 8, 4)
 
 def candidates(N: int, T: int, time_contiguous: bool, itemsize: int, device: DeviceInfo) -> list[LaunchConfig]:
     """Launches worth timing for one problem, most promising first (a sweep may time only a prefix):
-    the heuristic's, ``ROW_LAUNCHES`` or ``TIME_MAJOR_LAUNCHES``, then the grid; each clipped to the
+    the heuristic's, the row launches (short rows first where there are enough rows to fill the
+    rule's programs, else long ones) or ``TIME_MAJOR_LAUNCHES``, then the grid; each clipped to the
     problem, walked (a walk of 8 or more chunks pipelined 2 and 4 deep; none where it would leave half
     the multiprocessors idle) and as look-back tiles where walks leave any multiprocessor idle."""
     t_pow, n_pow = triton.next_power_of_2(T), triton.next_power_of_2(N)
-    launches = ROW_LAUNCHES if time_contiguous else TIME_MAJOR_LAUNCHES
+    many_rows = N >= PROGRAMS_PER_MULTIPROCESSOR * device.multiprocessors
+    rows = SHORT_ROW_LAUNCHES + LONG_ROW_LAUNCHES if many_rows else LONG_ROW_LAUNCHES + SHORT_ROW_LAUNCHES
+    launches = rows if time_contiguous else TIME_MAJOR_LAUNCHES
     grid = ROW_GRID if time_contiguous else TIME_MAJOR_GRID
     launches += tuple((bt, bn, max(1, bt * bn // (32 * per_thread)))
                       for bt, bn in grid for per_thread in ELEMENTS_PER_THREAD)
