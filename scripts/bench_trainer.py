@@ -342,12 +342,20 @@ def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict]:
 
 
 # ---------------------------------------------------------------------------- report
+BEFORE_ROOT = "<checkout of before_commit>"  # what --before-root stands for in a recorded command
+
+
 def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
-    """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line."""
+    """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line: the
+    arguments as given (a relative ``--out`` stays relative), the ``--before-root`` path, which names a
+    directory of the measuring machine, replaced by :data:`BEFORE_ROOT`."""
+    def recorded(a: str) -> str:
+        if before_root and a in (before_root, f"--before-root={before_root}"):
+            return a.replace(before_root, BEFORE_ROOT)
+        return a
     return {**machine_info(), "after_commit": git_commit(ROOT),
             "before_commit": git_commit(Path(before_root)) if before_root else None,
-            "command": " ".join(["python", "scripts/bench_trainer.py",
-                                 *("<before-root>" if before_root and a == before_root else a for a in argv)])}
+            "command": " ".join(["python", "scripts/bench_trainer.py", *map(recorded, argv)])}
 
 
 def git_commit(root: Path) -> Optional[str]:
@@ -417,8 +425,8 @@ def main_runs(runs: List[Tuple[str, Dict]]) -> List[Tuple[str, Dict]]:
 
 def markdown(results: Dict, variants: bool = True) -> str:
     """Markdown of a results file: where and when, one throughput row per run, and each case's phase
-    table (ms per iteration -- IMPALA: per learner update -- of every run side by side).  Without
-    ``variants``: before and after alone."""
+    table (one row per run: its steps per iteration and each phase's ms per iteration -- IMPALA: per
+    learner update -- sub-phases after their phase).  Without ``variants``: before and after alone."""
     meta = results["meta"]
     lines = [f"{meta.get('device_name')}, driver {meta.get('driver')}, CUDA {meta.get('cuda')}, torch "
              f"{meta.get('torch')}, Triton {meta.get('triton')}, EnvPool {meta.get('envpool')}, "
@@ -445,13 +453,13 @@ def markdown(results: Dict, variants: bool = True) -> str:
         phases = sorted({k for run in runs.values() for k in run["phases_ms"]},
                         key=lambda k: (order.index(k.split("/")[0]) if k.split("/")[0] in order else len(order),
                                        "/" in k, k))
-        lines += ["", f"**{name}** ({unit}; steps per iteration: "
-                  + ", ".join(f"{label} {run['batch_steps']:,}" for label, run in runs.items()) + ")", "",
-                  "| phase | " + " | ".join(runs) + " |", "| --- |" + " ---: |" * len(runs)]
-        for k in phases + ["iteration"]:
-            cells = [run["iteration_ms"] if k == "iteration" else run["phases_ms"].get(k) for run in runs.values()]
-            name_cell = f"&nbsp;&nbsp;{k}" if "/" in k else f"**{k}**"
-            lines.append(f"| {name_cell} | " + " | ".join("" if v is None else f"{v:.1f}" for v in cells) + " |")
+        lines += ["", f"**{name}** ({unit})", "",
+                  "| run | steps / iteration | " + " | ".join(k if "/" in k else f"**{k}**" for k in phases)
+                  + " | **iteration** |", "| --- |" + " ---: |" * (len(phases) + 2)]
+        for label, run in runs.items():
+            cells = [run["phases_ms"].get(k) for k in phases] + [run["iteration_ms"]]
+            lines.append(f"| {label} | {run['batch_steps']:,} | "
+                         + " | ".join("" if v is None else f"{v:.1f}" for v in cells) + " |")
     return "\n".join(lines)
 
 
