@@ -32,8 +32,8 @@ Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5
 Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
 of 16384 frames through the Nature CNN, forward, backward, clip, fused Adam -- in each of
-``UPDATE_VARIANTS``: deterministic or timed cuDNN, channels-last, TF32 matrix products, bf16 autocast,
-``torch.compile``; ms per update).  The last
+``UPDATE_VARIANTS``: deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16
+autocast, ``torch.compile``; ms per update; the rows the trainers run on CUDA name their flag).  The last
 two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
 (``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
 group, DDP, the per-iteration collectives) against the plain run: the after trainer plain then under
@@ -133,7 +133,8 @@ UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, mi
 @dataclass(frozen=True)
 class UpdateVariant:
     """How ``update_microbench`` runs the update: cuDNN deterministic or timed (``cudnn.benchmark``),
-    channels-last activations, ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast."""
+    channels-last convolutions (the Nature CNN's own layout switch, ``NatureCNN.channels_last``; the
+    trainers' CUDA layout; off: contiguous), ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast."""
 
     deterministic: bool = True
     channels_last: bool = False
@@ -142,12 +143,14 @@ class UpdateVariant:
     bf16: bool = False
 
 
-UPDATE_VARIANTS = (
+UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on CUDA
     ("cuDNN deterministic", UpdateVariant()),
-    ("cuDNN timed (--no-torch-deterministic)", UpdateVariant(deterministic=False)),
+    ("cuDNN deterministic + channels_last (--torch-deterministic)", UpdateVariant(channels_last=True)),
+    ("cuDNN timed", UpdateVariant(deterministic=False)),
     ("cuDNN timed + channels_last", UpdateVariant(deterministic=False, channels_last=True)),
     ("cuDNN timed + TF32 matmul", UpdateVariant(deterministic=False, tf32=True)),
-    ("cuDNN timed + channels_last + TF32", UpdateVariant(deterministic=False, channels_last=True, tf32=True)),
+    ("cuDNN timed + channels_last + TF32 (--no-torch-deterministic)",
+     UpdateVariant(deterministic=False, channels_last=True, tf32=True)),
     ("cuDNN timed + bf16 autocast", UpdateVariant(deterministic=False, bf16=True)),
     ("cuDNN timed + compile", UpdateVariant(deterministic=False, compiled=True)),
 )
@@ -268,9 +271,9 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = v.deterministic, not v.deterministic
         torch.backends.cuda.matmul.allow_tf32 = v.tf32
         torch.manual_seed(0)
-        agent = make_agent("nature_cnn", obs_shape, True, num_actions).to(device)
-        if v.channels_last:
-            agent = agent.to(memory_format=torch.channels_last)
+        agent = make_agent("nature_cnn", obs_shape, True, num_actions)
+        agent.torso.channels_last = v.channels_last  # the agent's own layout switch (agents/nature_cnn.py)
+        agent = agent.to(device)
         optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda")
 
         def loss_fn(x, a, adv_mb, ret_mb):
@@ -283,10 +286,7 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
         def update():
             for _ in range(epochs):
                 for mb in torch.randperm(n, device=device).view(minibatches, minibatch):
-                    x = obs[mb]
-                    if v.channels_last:
-                        x = x.contiguous(memory_format=torch.channels_last)
-                    loss = step_loss(x, actions[mb], adv[mb], ret[mb])
+                    loss = step_loss(obs[mb], actions[mb], adv[mb], ret[mb])
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
