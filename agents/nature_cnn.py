@@ -8,10 +8,8 @@ fastest kernels take: the convolution weights are stored channels-last
 whenever the module is moved there (``.to(device)`` / ``.cuda()``, through
 :meth:`NatureCNN._apply`) and :meth:`NatureCNN.forward` lays the scaled frames
 out the same way, so every caller (rollout, CUDA-graph step, update, IMPALA
-actors and learner, evaluation) gets it.  A PPO update of 4 x 4 minibatches of
-16,384 frames on an H100 with cuDNN's timed algorithms: 455 ms contiguous,
-379 ms channels-last (``scripts/bench_trainer.py --cases update-breakout``).
-On the CPU everything stays contiguous.  The layout changes strides, not
+actors and learner, evaluation) gets it (its gain: docs/perf.md, trainer
+throughput, ``scripts/bench_trainer.py --cases update-breakout``).  On the CPU everything stays contiguous.  The layout changes strides, not
 values: the features reach the linear layer in the same ``(C, H, W)`` order
 (``Flatten`` reads logical order), so a ``state_dict`` saved in either layout
 loads into the other and gives the same outputs.

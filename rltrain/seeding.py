@@ -24,9 +24,8 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
     and keeps the fastest (``cudnn.benchmark``), and CUDA matrix products (the linear layers) run in
     TF32 (``torch.backends.cuda.matmul.allow_tf32``: fp32 inputs rounded to a 10-bit mantissa,
     fp32 accumulation).  Convolutions use TF32 in both modes (PyTorch's default,
-    ``cudnn.allow_tf32``).  A Nature CNN PPO update of 4 x 4 minibatches of 16,384 frames on an H100:
-    587 ms deterministic, 455 ms timed cuDNN, 411 ms with TF32 matrix products too, 339 ms with the
-    Nature CNN's channels-last layout as well (:mod:`agents.nature_cnn`; docs/perf.md)."""
+    ``cudnn.allow_tf32``).  What each choice costs the Atari PPO update:
+    docs/perf.md, trainer throughput (``scripts/bench_trainer.py --cases update-breakout``)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
