@@ -361,7 +361,8 @@ def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
 
 
 def git_commit(root: Path) -> Optional[str]:
-    """The commit checked out at ``root``; None where ``root`` is not the top of a git checkout (a copy
+    """The commit checked out at ``root``, with ``+dirty`` where tracked files differ from it (the figures
+    then come from a tree no commit holds); None where ``root`` is not the top of a git checkout (a copy
     made with ``git archive`` inside another checkout must not report that checkout's commit)."""
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
@@ -371,7 +372,12 @@ def git_commit(root: Path) -> Optional[str]:
     lines = out.stdout.split()
     if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != Path(root).resolve():
         return None
-    return lines[1]
+    try:
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return lines[1] + "+unknown"
+    return lines[1] + ("+dirty" if status.returncode != 0 or status.stdout.strip() else "")
 
 
 def table(results: Dict) -> str:

@@ -109,6 +109,21 @@ def test_git_commit_names_a_checkout_top_only(tmp_path):
     assert B.git_commit(tmp_path / "copy") is None
 
 
+def test_git_commit_marks_a_tree_that_differs_from_its_commit(tmp_path):
+    """Figures measured on edited files must not be credited to the commit checked out under them."""
+    import subprocess
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "a.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "notes.txt").write_text("untracked files do not count\n")
+    assert B.git_commit(tmp_path) == head
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert B.git_commit(tmp_path) == head + "+dirty"
+
+
 def test_torchrun_ratio_pairs_the_runs_taken_in_turn():
     runs = {"after": {"sps": 100.0, "turn": 1}, "after, torchrun 1 rank(s)": {"sps": 95.0, "turn": 1, "torchrun_ranks": 1},
             "after (2)": {"sps": 120.0, "turn": 2}, "after, torchrun 1 rank(s) (2)": {"sps": 120.0, "turn": 2,
