@@ -53,8 +53,9 @@ class ExperimentArgs(DistributedArgs):
     seed: int = 1
     """seed of the experiment (torch, numpy, python, EnvPool)"""
     torch_deterministic: bool = True
-    """deterministic cuDNN kernels (torch.backends.cudnn.deterministic); off: cuDNN picks the fastest
-    convolution algorithms by timing them (cudnn.benchmark)"""
+    """deterministic cuDNN kernels (torch.backends.cudnn.deterministic) and full-fp32 matrix products; off:
+    cuDNN picks the fastest convolution algorithms by timing them (cudnn.benchmark) and CUDA matrix
+    products run in TF32 (torch.backends.cuda.matmul.allow_tf32)"""
     cuda: bool = True
     """use CUDA when it is available"""
     cuda_graphs: bool = True

@@ -17,15 +17,21 @@ __all__ = ["seed_everything", "get_rng_state", "set_rng_state"]
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
-    """Seed ``random``, ``numpy`` and ``torch`` (all devices); ask cuDNN for deterministic kernels
-    (as CleanRL's ``torch_deterministic``) or, when not, for the fastest ones it times at first use
-    (``cudnn.benchmark``: a Nature CNN PPO update of 4 x 4 minibatches of 16,384 frames on an H100,
-    588 ms deterministic, 455 ms timed; docs/perf.md)."""
+    """Seed ``random``, ``numpy`` and ``torch`` (all devices) and choose the CUDA numerics.
+
+    ``deterministic`` (CleanRL's ``torch_deterministic``): deterministic cuDNN kernels and full-fp32
+    CUDA matrix products.  Otherwise the fastest: cuDNN times its convolution algorithms at first use
+    and keeps the fastest (``cudnn.benchmark``), and CUDA matrix products (the linear layers) run in
+    TF32 (``torch.backends.cuda.matmul.allow_tf32``: fp32 inputs rounded to a 10-bit mantissa,
+    fp32 accumulation).  Convolutions use TF32 in both modes (PyTorch's default,
+    ``cudnn.allow_tf32``).  What each choice costs the Atari PPO update:
+    docs/perf.md, trainer throughput (``scripts/bench_trainer.py --cases update-breakout``)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.backends.cudnn.deterministic = deterministic
     torch.backends.cudnn.benchmark = not deterministic
+    torch.backends.cuda.matmul.allow_tf32 = not deterministic
 
 
 def get_rng_state() -> Dict[str, Any]:

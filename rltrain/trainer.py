@@ -41,7 +41,7 @@ from rltrain.runtime import make_run_dir
 from rltrain.seeding import get_rng_state, set_rng_state
 
 __all__ = ["parse_trainer_args", "TrainerState", "RunStart", "start_run", "iteration_readout", "episode_metrics",
-           "report_end", "run_main", "EXIT_CODES"]
+           "report_end", "run_main", "EXIT_CODES", "lay_out_like_params"]
 
 A = TypeVar("A")
 
@@ -113,6 +113,7 @@ class TrainerState:
         rank_state = ckpt if rank_state is None else rank_state
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        lay_out_like_params(self.optimizer)
         self.scheduler.load_state_dict(ckpt["scheduler"])
         self.scheduler.base_lrs = [self.args.learning_rate for _ in self.scheduler.base_lrs]
         for group in self.optimizer.param_groups:
@@ -121,6 +122,21 @@ class TrainerState:
         for name, obj in self.extras.items():
             if obj is not None and rank_state.get(name) is not None:
                 obj.load_state_dict(rank_state[name])
+
+
+def lay_out_like_params(optimizer: torch.optim.Optimizer) -> None:
+    """Give every optimizer state tensor shaped like its parameter (Adam's moments) the parameter's strides.
+
+    ``load_state_dict`` keeps the strides the checkpoint was saved with, and fused Adam walks a parameter,
+    its gradient and its moments as flat memory: contiguous moments (a checkpoint written on the CPU)
+    next to channels-last CUDA weights (:class:`agents.NatureCNN`) would pair each weight with another
+    weight's moments.  Values are unchanged."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            state = optimizer.state.get(p, {})
+            for key, value in list(state.items()):
+                if torch.is_tensor(value) and value.shape == p.shape and value.stride() != p.stride():
+                    state[key] = torch.empty_like(p, dtype=value.dtype).copy_(value)
 
 
 @dataclass

@@ -32,8 +32,8 @@ Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5
 Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
 of 16384 frames through the Nature CNN, forward, backward, clip, fused Adam -- in each of
-``UPDATE_VARIANTS``: deterministic or timed cuDNN, channels-last, TF32 matrix products, bf16 autocast,
-``torch.compile``; ms per update).  The last
+``UPDATE_VARIANTS``: deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16
+autocast, ``torch.compile``; ms per update; the rows the trainers run on CUDA name their flag).  The last
 two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
 (``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
 group, DDP, the per-iteration collectives) against the plain run: the after trainer plain then under
@@ -109,7 +109,9 @@ CASES: Dict[str, Case] = {
                          flags=("--config", "configs/atari.yaml", "--num-minibatches", "4", "--update-epochs", "4"),
                          after_flags=("--minibatch-size", "0"), raw_steps=20, raw_warmup=3,
                          variants=(("after, --num-threads cores/2", ("--minibatch-size", "0", "--num-threads",
-                                                                    str(max(1, num_cores() // 2)))),)),
+                                                                    str(max(1, num_cores() // 2)))),
+                                   # the frames' copy into pinned memory (rollout/h2d) on 4 threads, not 1
+                                   ("after, --torch-threads 4", ("--minibatch-size", "0", "--torch-threads", "4")))),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
                             variants=(
@@ -133,7 +135,8 @@ UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, mi
 @dataclass(frozen=True)
 class UpdateVariant:
     """How ``update_microbench`` runs the update: cuDNN deterministic or timed (``cudnn.benchmark``),
-    channels-last activations, ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast."""
+    channels-last convolutions (the Nature CNN's own layout switch, ``NatureCNN.channels_last``; the
+    trainers' CUDA layout; off: contiguous), ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast."""
 
     deterministic: bool = True
     channels_last: bool = False
@@ -142,12 +145,14 @@ class UpdateVariant:
     bf16: bool = False
 
 
-UPDATE_VARIANTS = (
+UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on CUDA
     ("cuDNN deterministic", UpdateVariant()),
-    ("cuDNN timed (--no-torch-deterministic)", UpdateVariant(deterministic=False)),
+    ("cuDNN deterministic + channels_last (--torch-deterministic)", UpdateVariant(channels_last=True)),
+    ("cuDNN timed", UpdateVariant(deterministic=False)),
     ("cuDNN timed + channels_last", UpdateVariant(deterministic=False, channels_last=True)),
     ("cuDNN timed + TF32 matmul", UpdateVariant(deterministic=False, tf32=True)),
-    ("cuDNN timed + channels_last + TF32", UpdateVariant(deterministic=False, channels_last=True, tf32=True)),
+    ("cuDNN timed + channels_last + TF32 (--no-torch-deterministic)",
+     UpdateVariant(deterministic=False, channels_last=True, tf32=True)),
     ("cuDNN timed + bf16 autocast", UpdateVariant(deterministic=False, bf16=True)),
     ("cuDNN timed + compile", UpdateVariant(deterministic=False, compiled=True)),
 )
@@ -268,9 +273,9 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = v.deterministic, not v.deterministic
         torch.backends.cuda.matmul.allow_tf32 = v.tf32
         torch.manual_seed(0)
-        agent = make_agent("nature_cnn", obs_shape, True, num_actions).to(device)
-        if v.channels_last:
-            agent = agent.to(memory_format=torch.channels_last)
+        agent = make_agent("nature_cnn", obs_shape, True, num_actions)
+        agent.torso.channels_last = v.channels_last  # the agent's own layout switch (agents/nature_cnn.py)
+        agent = agent.to(device)
         optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda")
 
         def loss_fn(x, a, adv_mb, ret_mb):
@@ -283,10 +288,7 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
         def update():
             for _ in range(epochs):
                 for mb in torch.randperm(n, device=device).view(minibatches, minibatch):
-                    x = obs[mb]
-                    if v.channels_last:
-                        x = x.contiguous(memory_format=torch.channels_last)
-                    loss = step_loss(x, actions[mb], adv[mb], ret[mb])
+                    loss = step_loss(obs[mb], actions[mb], adv[mb], ret[mb])
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
@@ -342,16 +344,25 @@ def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict]:
 
 
 # ---------------------------------------------------------------------------- report
+BEFORE_ROOT = "<checkout of before_commit>"  # what --before-root stands for in a recorded command
+
+
 def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
-    """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line."""
+    """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line: the
+    arguments as given (a relative ``--out`` stays relative), the ``--before-root`` path, which names a
+    directory of the measuring machine, replaced by :data:`BEFORE_ROOT`."""
+    def recorded(a: str) -> str:
+        if before_root and a in (before_root, f"--before-root={before_root}"):
+            return a.replace(before_root, BEFORE_ROOT)
+        return a
     return {**machine_info(), "after_commit": git_commit(ROOT),
             "before_commit": git_commit(Path(before_root)) if before_root else None,
-            "command": " ".join(["python", "scripts/bench_trainer.py",
-                                 *("<before-root>" if before_root and a == before_root else a for a in argv)])}
+            "command": " ".join(["python", "scripts/bench_trainer.py", *map(recorded, argv)])}
 
 
 def git_commit(root: Path) -> Optional[str]:
-    """The commit checked out at ``root``; None where ``root`` is not the top of a git checkout (a copy
+    """The commit checked out at ``root``, with ``+dirty`` where tracked files differ from it (the figures
+    then come from a tree no commit holds); None where ``root`` is not the top of a git checkout (a copy
     made with ``git archive`` inside another checkout must not report that checkout's commit)."""
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
@@ -361,7 +372,12 @@ def git_commit(root: Path) -> Optional[str]:
     lines = out.stdout.split()
     if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != Path(root).resolve():
         return None
-    return lines[1]
+    try:
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return lines[1] + "+unknown"
+    return lines[1] + ("+dirty" if status.returncode != 0 or status.stdout.strip() else "")
 
 
 def table(results: Dict) -> str:
@@ -417,8 +433,8 @@ def main_runs(runs: List[Tuple[str, Dict]]) -> List[Tuple[str, Dict]]:
 
 def markdown(results: Dict, variants: bool = True) -> str:
     """Markdown of a results file: where and when, one throughput row per run, and each case's phase
-    table (ms per iteration -- IMPALA: per learner update -- of every run side by side).  Without
-    ``variants``: before and after alone."""
+    table (one row per run: its steps per iteration and each phase's ms per iteration -- IMPALA: per
+    learner update -- sub-phases after their phase).  Without ``variants``: before and after alone."""
     meta = results["meta"]
     lines = [f"{meta.get('device_name')}, driver {meta.get('driver')}, CUDA {meta.get('cuda')}, torch "
              f"{meta.get('torch')}, Triton {meta.get('triton')}, EnvPool {meta.get('envpool')}, "
@@ -445,13 +461,13 @@ def markdown(results: Dict, variants: bool = True) -> str:
         phases = sorted({k for run in runs.values() for k in run["phases_ms"]},
                         key=lambda k: (order.index(k.split("/")[0]) if k.split("/")[0] in order else len(order),
                                        "/" in k, k))
-        lines += ["", f"**{name}** ({unit}; steps per iteration: "
-                  + ", ".join(f"{label} {run['batch_steps']:,}" for label, run in runs.items()) + ")", "",
-                  "| phase | " + " | ".join(runs) + " |", "| --- |" + " ---: |" * len(runs)]
-        for k in phases + ["iteration"]:
-            cells = [run["iteration_ms"] if k == "iteration" else run["phases_ms"].get(k) for run in runs.values()]
-            name_cell = f"&nbsp;&nbsp;{k}" if "/" in k else f"**{k}**"
-            lines.append(f"| {name_cell} | " + " | ".join("" if v is None else f"{v:.1f}" for v in cells) + " |")
+        lines += ["", f"**{name}** ({unit})", "",
+                  "| run | steps / iteration | " + " | ".join(k if "/" in k else f"**{k}**" for k in phases)
+                  + " | **iteration** |", "| --- |" + " ---: |" * (len(phases) + 2)]
+        for label, run in runs.items():
+            cells = [run["phases_ms"].get(k) for k in phases] + [run["iteration_ms"]]
+            lines.append(f"| {label} | {run['batch_steps']:,} | "
+                         + " | ".join("" if v is None else f"{v:.1f}" for v in cells) + " |")
     return "\n".join(lines)
 
 

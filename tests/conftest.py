@@ -5,7 +5,7 @@
   anything decorates a ``@triton.jit`` function, i.e. before ``kernels`` is
   imported.  This file is imported by pytest before any test module.
 * ``device`` fixture: ``"cuda"`` when available, else ``"cpu"``; the same
-  suite runs on both.
+  suite runs on both.  ``fp32_cuda``: no TF32 on CUDA during a test (results compared across layouts).
 * ``load_script``: import a trainer script (``scripts/<name>.py``) as a module.
 * ``torchrun`` / ``torchrun_failures``: launch a script on CPU ranks (Gloo) and read the
   launcher's failure summary.
@@ -106,6 +106,15 @@ OPS = (
 @pytest.fixture(scope="module")
 def device() -> str:
     return DEVICE
+
+
+@pytest.fixture
+def fp32_cuda():
+    """Full-fp32 CUDA convolutions and matrix products (no TF32) during the test, the settings as before after."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 # --------------------------------------------------------------------------- #

@@ -44,7 +44,7 @@ def test_quick_mode_end_to_end(tmp_path, capsys):
                      "--out", str(out)])
     assert json.loads(out.read_text())["cases"].keys() == result["cases"].keys() == {"ppo-cartpole", "impala-cartpole"}
     meta = result["meta"]
-    assert meta["cpu_cores"] >= 1 and meta["torch"] and meta["envpool"] and "<before-root>" in meta["command"]
+    assert meta["cpu_cores"] >= 1 and meta["torch"] and meta["envpool"] and B.BEFORE_ROOT in meta["command"]
     for name, case in result["cases"].items():
         assert case["raw"]["sps"] > 0
         assert set(case["runs"]) == {"before", "after"}
@@ -64,8 +64,13 @@ def test_quick_mode_end_to_end(tmp_path, capsys):
     text = B.main(["--markdown", str(out)])["markdown"]
     ppo = result["cases"]["ppo-cartpole"]["runs"]
     assert f"| | after | {ppo['after']['sps']:,.0f} | {100 * ppo['after']['vs_raw']:.0f}% |" in text
-    assert "| phase | before | after |" in text and "| &nbsp;&nbsp;rollout/env |" in text
-    assert text.count("| **iteration** |") == 2
+    assert text.count("| run | steps / iteration |") == 2  # a phase table per case, a row per run
+    header = next(line for line in text.splitlines() if line.startswith("| run | steps / iteration | **rollout** |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    row = next(line for line in text.splitlines() if line.startswith(f"| after | {ppo['after']['batch_steps']:,} |"))
+    cells = dict(zip(columns, (c.strip() for c in row.strip("|").split("|"))))
+    assert cells["rollout/env"] == f"{ppo['after']['phases_ms']['rollout/env']:.1f}"
+    assert cells["**iteration**"] == f"{ppo['after']['iteration_ms']:.1f}"
 
 
 def test_variants_wait_for_the_essential_runs_and_the_budget(tmp_path, monkeypatch):
@@ -79,6 +84,18 @@ def test_variants_wait_for_the_essential_runs_and_the_budget(tmp_path, monkeypat
     assert runs["after, 1 env group"]["error"] == "skipped: past the 0.0 s budget"
 
 
+def test_the_command_is_recorded_as_given_without_the_before_root_path():
+    """A relative --out is what a user types again; --before-root's path exists on the measuring machine only."""
+    argv = ["--cases", "ppo-cartpole", "--before-root", "/tmp/before", "--out", "docs/results/t.json"]
+    assert B.machine(argv, "/tmp/before")["command"] == (
+        "python scripts/bench_trainer.py --cases ppo-cartpole --before-root <checkout of before_commit> "
+        "--out docs/results/t.json")
+    assert B.machine(["--before-root=/tmp/before"], "/tmp/before")["command"].endswith(
+        " --before-root=<checkout of before_commit>")
+    assert B.machine(["--out", "docs/results/t.json"], None)["command"] == \
+        "python scripts/bench_trainer.py --out docs/results/t.json"
+
+
 def test_git_commit_names_a_checkout_top_only(tmp_path):
     """A copy made by ``git archive`` inside another checkout (the usual --before-root) has no commit of
     its own: the enclosing checkout's must not be reported as the 'before' commit."""
@@ -90,6 +107,21 @@ def test_git_commit_names_a_checkout_top_only(tmp_path):
     (tmp_path / "copy").mkdir()
     assert B.git_commit(tmp_path) == head
     assert B.git_commit(tmp_path / "copy") is None
+
+
+def test_git_commit_marks_a_tree_that_differs_from_its_commit(tmp_path):
+    """Figures measured on edited files must not be credited to the commit checked out under them."""
+    import subprocess
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "a.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "notes.txt").write_text("untracked files do not count\n")
+    assert B.git_commit(tmp_path) == head
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert B.git_commit(tmp_path) == head + "+dirty"
 
 
 def test_torchrun_ratio_pairs_the_runs_taken_in_turn():

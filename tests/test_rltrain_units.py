@@ -113,15 +113,20 @@ def test_seeding_roundtrip():
     assert torch.equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
-def test_seeding_chooses_deterministic_or_timed_cudnn():
-    saved = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+def test_seeding_chooses_deterministic_or_fast_numerics():
+    """--torch-deterministic: deterministic cuDNN, full-fp32 matrix products; off: timed cuDNN, TF32."""
+    saved = (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+             torch.backends.cuda.matmul.allow_tf32)
     try:
         seed_everything(0, deterministic=False)
         assert not torch.backends.cudnn.deterministic and torch.backends.cudnn.benchmark
+        assert torch.backends.cuda.matmul.allow_tf32
         seed_everything(0, deterministic=True)
         assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+        assert not torch.backends.cuda.matmul.allow_tf32
     finally:
-        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved
+        (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+         torch.backends.cuda.matmul.allow_tf32) = saved
 
 
 def test_rollout_buffer_and_minibatches():
@@ -187,6 +192,50 @@ def test_trainer_state_roundtrip_and_resume_defaults(tmp_path):
     assert torch.equal(torch.rand(2), expected_draw)  # RNG restored
     with pytest.raises(ConfigError, match="checkpoint not found"):
         parse_trainer_args(Args, ["--resume", str(tmp_path / "missing.pt")])
+
+
+@pytest.mark.parametrize("saved_channels_last", [False, True])
+def test_restore_lays_adam_moments_out_like_the_parameters(tmp_path, saved_channels_last, device, fp32_cuda):
+    """A checkpoint of one memory layout resumed by a model of the other: the moments take the
+    parameters' strides, so fused Adam (a flat walk over weight, gradient and moments) takes the step
+    the saved model would have taken."""
+    from types import SimpleNamespace
+
+    from agents import make_agent
+    from rltrain.trainer import TrainerState
+
+    def build(channels_last):
+        torch.manual_seed(0)
+        agent = make_agent("nature_cnn", (4, 36, 36), True, 3)
+        agent.torso.channels_last = channels_last
+        agent = agent.to(device)
+        opt = torch.optim.Adam(agent.parameters(), lr=1e-3, eps=1e-5, fused=True)
+        return agent, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda it: 1.0)
+
+    gen = torch.Generator().manual_seed(1)
+    frames = torch.randint(0, 256, (16, 4, 36, 36), dtype=torch.uint8, generator=gen).to(device)
+    actions = torch.randint(0, 3, (16,), generator=gen).to(device)
+
+    def step(agent, opt):
+        opt.zero_grad()
+        _, logp, ent, value = agent.get_action_and_value(frames, actions)
+        (logp.sum() + ent.sum() + value.square().sum()).backward()
+        opt.step()
+
+    saved, opt, sched = build(saved_channels_last)
+    for _ in range(2):
+        step(saved, opt)
+    save_checkpoint({"model": saved.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                     "rng": get_rng_state()}, tmp_path / "latest.pt")
+    ckpt = load_checkpoint(tmp_path / "latest.pt")
+    resumed, opt2, sched2 = build(not saved_channels_last)
+    TrainerState(SimpleNamespace(learning_rate=1e-3), resumed, opt2, sched2).restore(ckpt)
+    for p in resumed.parameters():
+        assert all(v.stride() == p.stride() for v in opt2.state[p].values() if v.shape == p.shape)
+    step(saved, opt)
+    step(resumed, opt2)
+    for p, q in zip(saved.parameters(), resumed.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("error, code", [("config", 2), ("nonfinite", 3), ("other", 4)])
