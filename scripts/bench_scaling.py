@@ -248,7 +248,7 @@ def markdown(results: Dict) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> Dict:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = tyro.cli(Args, args=argv)
+    args = tyro.cli(Args, args=argv, description=__doc__)
     if args.markdown:
         text = markdown(json.loads(Path(args.markdown).read_text()))
         print(text)
@@ -262,6 +262,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     if not ranks or min(ranks) < 1 or (cuda and max(ranks) > gpus):
         raise SystemExit(f"error: --ranks {args.ranks}: each K must be >= 1 and, on CUDA, at most the {gpus} GPU(s)")
     fault_ranks = args.fault_ranks or max(ranks)
+    if fault_ranks < 1 or (cuda and fault_ranks > gpus):
+        raise SystemExit(f"error: --fault-ranks {fault_ranks}: must be >= 1 and, on CUDA, at most the {gpus} GPU(s)")
     extra_cpu = ["--no-cuda"] if args.quick else []
     cases = {n: quick_case(CASES[n]) if args.quick else CASES[n] for n in names}
     out_path = Path(args.out) if args.out else (
@@ -281,13 +283,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
                 results["rows"].append({"case": name, "ranks": k, "num_envs": run_case.num_envs, **run})
                 add_scaling(results["rows"])
                 write(results, out_path, t_start)  # a call cut short still leaves what was measured
+            plot(results, out_path.with_suffix(".png"))
         if args.fault_check or args.quick:
             print(f"[{time.perf_counter() - t_start:6.0f}s] fault check: {fault_ranks} rank(s)", flush=True)
             case = quick_case(CASES[FAULT_CASE]) if args.quick else CASES[FAULT_CASE]
             results["fault_check"] = fault_check(case, fault_ranks, [*case.after_flags, *extra_cpu],
                                                  args.dist_timeout_s, Path(tmp), args.run_timeout)
     write(results, out_path, t_start)
-    plot(results, out_path.with_suffix(".png"))
     print(f"\nwrote {out_path} and {out_path.with_suffix('.png').name} ({results['meta']['wall_s']:.0f} s)\n")
     print(markdown(results), flush=True)
     return results
