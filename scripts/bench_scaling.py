@@ -1,7 +1,7 @@
 """Multi-GPU scaling of the trainers under torchrun, and a fault check, in one command: JSON, PNG, table.
 
     python scripts/bench_scaling.py --fault-check               # K = 1 and each power of two up to the GPUs
-    python scripts/bench_scaling.py --ranks 1,2,8 --timed 2     # these K; 2 timed rounds in every case
+    python scripts/bench_scaling.py --ranks 1,8 --timed ppo-breakout=2   # these K; 2 timed Breakout rounds
     python scripts/bench_scaling.py --quick                     # tiny CartPole on the CPU (Gloo), K = 1, 2
     python scripts/bench_scaling.py --markdown docs/results/multi_gpu_scaling.json   # its table
 
@@ -21,11 +21,12 @@ Cases (per rank): ``ppo-breakout`` Breakout-v5 4096 x 16 (the Atari preset, 4 ep
 ``ppo-cartpole`` CartPole-v1 4096 x 128, ``impala-cartpole`` CartPole-v1 4096 x 32 (2 actors, learner
 batches of 512 envs): bench_trainer's cases of those names.
 
-``--fault-check``: PPO CartPole on K ranks (``--fault-ranks``, default the largest K) checkpointing every
-iteration; once the first checkpoint exists the last rank is killed with SIGKILL.  Recorded: seconds until
-the launcher and until every worker had exited, the exit code, whether torchrun's failure summary names
-the killed rank, the collective timeout (``--dist-timeout-s``); then ``--resume latest.pt`` on K ranks for
-3 iterations, and whether its first logged step is the checkpoint's plus one iteration.
+``--fault-check`` (first: it is short, and a call cut short keeps it): PPO CartPole on K ranks
+(``--fault-ranks``, default the largest K) checkpointing every iteration; once the first checkpoint
+exists the last rank is killed with SIGKILL.  Recorded: seconds until the launcher and until every worker
+had exited, the exit code, whether torchrun's failure summary names the killed rank, the collective
+timeout (``--dist-timeout-s``); then ``--resume latest.pt`` on K ranks for 3 iterations, and whether its
+first logged step is the checkpoint's plus one iteration.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ class Args:
     """comma-separated cases: ppo-breakout, ppo-cartpole, impala-cartpole (sizes per rank)"""
     ranks: str = ""
     """comma-separated rank counts K (default: 1 and every power of two up to the GPUs; no GPU: 1,2)"""
-    timed: int = 0
-    """timed rounds of every case after its warm-up (0: each case's own)"""
+    timed: str = ""
+    """timed rounds after the warm-up, NAME=N for each case named (e.g. ppo-breakout=2); others keep their own"""
     fault_check: bool = False
     """kill the last rank of a PPO CartPole run after its first checkpoint, then resume it (see above)"""
     fault_ranks: int = 0
@@ -91,9 +92,9 @@ def default_ranks(gpus: int) -> List[int]:
     return [1, 2] if gpus == 0 else [1] + [2 ** i for i in range(1, gpus.bit_length())]
 
 
-def rank_case(case: Case, ranks: int, timed: int = 0) -> Case:
+def rank_case(case: Case, ranks: int) -> Case:
     """``case`` on ``ranks`` ranks: the same envs per rank, so ``ranks`` times the global ``--num-envs``."""
-    return dataclasses.replace(case, num_envs=case.num_envs * ranks, timed=timed or case.timed)
+    return dataclasses.replace(case, num_envs=case.num_envs * ranks)
 
 
 def allreduce_ms(row: Dict) -> Optional[float]:
@@ -265,30 +266,35 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     if fault_ranks < 1 or (cuda and fault_ranks > gpus):
         raise SystemExit(f"error: --fault-ranks {fault_ranks}: must be >= 1 and, on CUDA, at most the {gpus} GPU(s)")
     extra_cpu = ["--no-cuda"] if args.quick else []
+    timed = dict((item.split("=", 1) + [""])[:2] for item in args.timed.split(",") if item.strip())
+    if any(n not in names or not t.isdigit() or int(t) < 1 for n, t in timed.items()):
+        raise SystemExit(f"error: --timed {args.timed}: NAME=N for cases of --cases, N >= 1")
     cases = {n: quick_case(CASES[n]) if args.quick else CASES[n] for n in names}
+    cases = {n: dataclasses.replace(c, timed=int(timed.get(n, c.timed))) for n, c in cases.items()}
     out_path = Path(args.out) if args.out else (
         Path(tempfile.gettempdir()) / "multi_gpu_scaling_quick.json" if args.quick else DEFAULT_OUT)
     results: Dict = {"meta": meta(argv, cuda), "cases": {
         n: {"trainer": c.trainer, "env_id": c.env_id, "num_envs_per_rank": c.num_envs, "num_steps": c.num_steps,
-            "flags": [*c.flags, *c.after_flags, *extra_cpu], "warmup": c.warmup, "timed": args.timed or c.timed}
+            "flags": [*c.flags, *c.after_flags, *extra_cpu], "warmup": c.warmup, "timed": c.timed}
         for n, c in cases.items()}, "ranks": ranks, "rows": []}
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_scaling_") as tmp:
+        if args.fault_check or args.quick:  # first: it is short, and a call cut short keeps it
+            print(f"[{time.perf_counter() - t_start:6.0f}s] fault check: {fault_ranks} rank(s)", flush=True)
+            case = quick_case(CASES[FAULT_CASE]) if args.quick else CASES[FAULT_CASE]
+            results["fault_check"] = fault_check(case, fault_ranks, [*case.after_flags, *extra_cpu],
+                                                 args.dist_timeout_s, Path(tmp), args.run_timeout)
+            write(results, out_path, t_start)
         for name, case in cases.items():
             for k in ranks:
                 print(f"[{time.perf_counter() - t_start:6.0f}s] {name}: {k} rank(s)", flush=True)
-                run_case = rank_case(case, k, args.timed)
+                run_case = rank_case(case, k)
                 run = run_trainer(ROOT, run_case, [*case.after_flags, *extra_cpu], Path(tmp) / f"{name}-{k}",
                                   args.run_timeout, nproc=k)
                 results["rows"].append({"case": name, "ranks": k, "num_envs": run_case.num_envs, **run})
                 add_scaling(results["rows"])
                 write(results, out_path, t_start)  # a call cut short still leaves what was measured
             plot(results, out_path.with_suffix(".png"))
-        if args.fault_check or args.quick:
-            print(f"[{time.perf_counter() - t_start:6.0f}s] fault check: {fault_ranks} rank(s)", flush=True)
-            case = quick_case(CASES[FAULT_CASE]) if args.quick else CASES[FAULT_CASE]
-            results["fault_check"] = fault_check(case, fault_ranks, [*case.after_flags, *extra_cpu],
-                                                 args.dist_timeout_s, Path(tmp), args.run_timeout)
     write(results, out_path, t_start)
     print(f"\nwrote {out_path} and {out_path.with_suffix('.png').name} ({results['meta']['wall_s']:.0f} s)\n")
     print(markdown(results), flush=True)

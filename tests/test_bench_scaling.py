@@ -53,10 +53,17 @@ def test_a_rank_case_keeps_the_envs_per_rank():
     case = B.CASES["ppo-breakout"]
     four = S.rank_case(case, 4)
     assert (four.num_envs, four.num_steps, four.timed) == (4 * 4096, 16, case.timed)
-    assert four.round_steps == 4 * case.round_steps and S.rank_case(case, 4, timed=2).timed == 2
+    assert four.round_steps == 4 * case.round_steps
     flags = B.trainer_flags(four, ["--checkpoint-every", "1"])
     assert flags[flags.index("--num-envs") + 1] == "16384" and flags.count("--checkpoint-every") == 1
     assert B.trainer_flags(four, [])[-2:] == ["--checkpoint-every", "0"]
+
+
+def test_bad_flags_exit_naming_them():
+    for argv, named in ((["--timed", "foo=2"], "--timed foo=2"), (["--timed", "ppo-cartpole=0"], "--timed"),
+                        (["--ranks", "0"], "--ranks 0"), (["--cases", "ppo-pong"], "--cases")):
+        with pytest.raises(SystemExit, match=named):
+            S.main(argv)
 
 
 def test_markdown_rows_and_fault_check():
@@ -113,7 +120,7 @@ def test_the_gpu_memory_metric_on_cuda():
 def test_quick_mode_end_to_end(tmp_path):
     """Tiny PPO and IMPALA CartPole on 1 and 2 CPU ranks, then the fault check: JSON, PNG and table."""
     out = tmp_path / "scaling.json"
-    result = S.main(["--quick", "--out", str(out)])
+    result = S.main(["--quick", "--timed", "ppo-cartpole=3", "--out", str(out)])
     data = json.loads(out.read_text())
     assert data["rows"] == result["rows"] and (tmp_path / "scaling.png").stat().st_size > 0
     meta = data["meta"]
@@ -126,7 +133,8 @@ def test_quick_mode_end_to_end(tmp_path):
         assert set(rows) == {1, 2}
         for k, r in rows.items():
             assert "error" not in r, (name, k, r["error"])
-            assert r["sps"] > 0 and r["num_envs"] == 8 * k and r["iterations"] >= 2
+            assert r["sps"] > 0 and r["num_envs"] == 8 * k
+            assert r["iterations"] == 3 if name == "ppo-cartpole" else r["iterations"] >= 2  # --timed ppo-cartpole=3
         assert rows[1]["efficiency"] == 1.0 and rows[1]["allreduce_share"] is None
         assert rows[2]["efficiency"] == pytest.approx(rows[2]["sps"] / (2 * rows[1]["sps"]))
         assert math.isfinite(rows[2]["efficiency"]) and 0 < rows[2]["allreduce_share"] < 1
