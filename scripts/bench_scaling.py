@@ -141,7 +141,7 @@ def fault_check(case: Case, ranks: int, extra: Sequence[str], dist_timeout_s: fl
     out: Dict = {"case": FAULT_CASE, "ranks": ranks, "killed_rank": ranks - 1, "signal": "SIGKILL",
                  "dist_timeout_s": dist_timeout_s, "num_envs": long_run.num_envs}
     with open(log, "w") as sink:
-        job = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        job = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, process_group=0)
         try:
             deadline = time.monotonic() + timeout
             while not list(runs.glob("*/checkpoints/latest.pt")):
