@@ -59,7 +59,7 @@ from rltrain.minibatches import LearnerBatch, resolve_minibatches, step_budget  
 from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
-                             report_end, run_main, start_run)
+                             memory_metrics, report_end, run_main, start_run)
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -450,6 +450,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                 **({"policy_lag/max_over_ranks": g["policy_lag/max_over_ranks"]}
                    if "policy_lag/max_over_ranks" in g else {}),
                 **episode_metrics(g),
+                **memory_metrics(g),  # perf/gpu_mem_peak_gib on CUDA
             }
             if evaluation is not None and update % args.eval_every == 0:
                 with clock.paused():
