@@ -85,6 +85,15 @@ def test_async_batches_stack_by_env_id():
     assert checked > 2 * S and (count > 80).all()  # every env went past its first truncation
 
 
+def test_only_stacked_atari_pools_send_single_frames():
+    envs, info = make_envs("CartPole-v1", 2, 0, stack_on_device=True)
+    assert not info.stack_on_device and info.obs_shape == (4,) and envs.reset()[0].shape == (2, 4)
+    envs, info = make_envs("Breakout-v5", 2, 0)  # the default: EnvPool stacks (evaluation, benchmarks)
+    assert not info.stack_on_device and envs.reset()[0].shape == (2, 4, 84, 84)
+    envs, info = make_envs("Breakout-v5", 2, 0, stack_on_device=True, stack_num=2)
+    assert info.stack_on_device and info.obs_shape == (2, 84, 84) and envs.reset()[0].shape == (2, 1, 84, 84)
+
+
 def test_stack_argument_is_checked():
     with pytest.raises(ValueError, match="stack must be"):
         FrameStack(4, (4, 84, 84), torch.device("cpu"), stack=torch.zeros((4, 3, 84, 84), dtype=torch.uint8))

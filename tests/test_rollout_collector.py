@@ -285,3 +285,26 @@ def test_phase_timer_laps_cover_the_loop():
     assert sum(secs.values()) == pytest.approx(wall, rel=0.05)
     with pytest.raises(RuntimeError):  # a read ends the run of laps
         timer.lap("rollout/env")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the captured policy step")
+def test_captured_atari_rollout_reads_the_device_stacks():
+    """The CUDA graph reads the policy's static input, which the frame stacker updates in place: the
+    observations it records equal those of a ``stack_num=4`` pool stepped with the recorded actions."""
+    N, K, T, device = 8, 2, 24, torch.device("cuda")
+    envs = EnvGroups("Breakout-v5", N, K, seed=3, max_episode_steps=40)
+    collector = RolloutCollector(envs, make_agent("auto", (4, 84, 84), True, 4).to(device), T, device)
+    assert collector.captured
+    ref, _ = make_envs("Breakout-v5", N, 3, max_episode_steps=40)
+    expected = ref.reset()[0]
+    ended = 0
+    for _ in range(3):
+        with torch.inference_mode():
+            collector.collect(PhaseTimer(device))
+        obs, actions = collector.buf.obs.cpu(), collector.buf.actions.cpu()
+        for t in range(T):
+            assert torch.equal(obs[t], torch.from_numpy(expected)), t
+            expected, _, term, trunc, _ = ref.step(actions[t].numpy().astype(np.int32))
+            ended += int((term | trunc).sum())
+    assert ended > 0
