@@ -63,6 +63,8 @@ class FrameStack:
         """Stack this step's newest frames; returns the ``[B, k, H, W]`` stacks (``out``, or ``stack``)."""
         if env_ids is None:
             work, older = self.stack, self._older
+        elif out is None:
+            raise ValueError("push with env_ids needs out, a [B, k, H, W] tensor for the stacks")
         else:
             work, older = out, self._older[: out.shape[0]]
             torch.index_select(self.stack, 0, env_ids, out=work)

@@ -97,3 +97,6 @@ def test_only_stacked_atari_pools_send_single_frames():
 def test_stack_argument_is_checked():
     with pytest.raises(ValueError, match="stack must be"):
         FrameStack(4, (4, 84, 84), torch.device("cpu"), stack=torch.zeros((4, 3, 84, 84), dtype=torch.uint8))
+    with pytest.raises(ValueError, match="needs out"):
+        FrameStack(4, (4, 84, 84), torch.device("cpu")).push(torch.zeros((2, 1, 84, 84), dtype=torch.uint8),
+                                                             torch.ones(2, dtype=torch.bool), torch.tensor([0, 2]))
