@@ -195,7 +195,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     env_seed = ctx.env_seed(args.seed, 10_000 * args.num_actors)  # actor i's envs: env_seed + 10_000 * i + j
     threads = threads_per_pool(args.num_threads, args.num_actors, env_family(args.env_id))  # pools step at once
     for i in range(0 if args.synthetic else args.num_actors):  # --synthetic: no environments, no actors
-        envs, info = make_envs(args.env_id, width, env_seed + 10_000 * i, threads, batch_size=args.env_batch_size or width)
+        envs, info = make_envs(args.env_id, width, env_seed + 10_000 * i, threads, batch_size=args.env_batch_size or width,
+                               stack_on_device=True)  # Atari: the newest frame only, the actor stacks
         env_list.append(envs)
     if args.synthetic:
         info = spec_info(args.env_id, width)
@@ -246,7 +247,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                             action_dtype=act_dtype, device=device, num_actions=info.num_actions,
                             batch_size=args.env_batch_size or width, out_width=batch_envs,
                             discrete=info.discrete, action_low=info.action_low, action_high=info.action_high,
-                            capture=args.cuda_graphs))
+                            capture=args.cuda_graphs, stack_frames=info.stack_on_device))
     interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks
     # under torchrun every rank learns its Ctrl-C from the readout instead, so that all stop after one update
     pool_interrupt = None if ctx.is_distributed else interrupt
