@@ -8,10 +8,13 @@
   normalisation on tensors (no per-env Python wrappers).
 * :mod:`envs.groups`        -- N envs as K EnvPools stepped in turn (send / recv),
   so env stepping overlaps the device's work on the other groups.
+* :mod:`envs.frame_stack`   -- Atari frame stacking on the device, bit-exact with
+  EnvPool's own (EnvPool sends only each step's newest frame).
 * :mod:`envs.synthetic`     -- random rollouts without environments (``--synthetic``).
 """
 
 from envs.episode_stats import EpisodeStats
+from envs.frame_stack import FrameStack
 from envs.groups import EnvGroups, default_env_groups
 from envs.make import EnvInfo, UnknownEnvError, env_family, make_envs, spec_info, threads_per_pool
 from envs.normalize import ObsNormalizer, RewardNormalizer, RunningMeanStd
@@ -20,6 +23,7 @@ __all__ = [
     "EnvGroups",
     "EnvInfo",
     "EpisodeStats",
+    "FrameStack",
     "ObsNormalizer",
     "RewardNormalizer",
     "RunningMeanStd",

@@ -16,8 +16,10 @@ so while the host and the device work on one group the others step.  Pool ``g`` 
 would get in one pool of ``N`` -- the same episodes as a single synchronous pool for the same actions
 (tested).
 
-``num_threads`` is per group (0: one per core); for classic-control envs the groups, which step at the
-same time, divide it between them (:func:`envs.make.threads_per_pool`).
+Atari pools send only each step's newest frame (``make_envs(..., stack_on_device=True)``; the collector
+stacks them, :mod:`envs.frame_stack`).  ``num_threads`` is per group (0: one per core); for
+classic-control envs the groups, which step at the same time, divide it between them
+(:func:`envs.make.threads_per_pool`).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class EnvGroups:
         self.pools: List[Any] = []
         threads = threads_per_pool(num_threads, num_groups, env_family(env_id))
         for g in range(num_groups):
-            pool, info = make_envs(env_id, M, seed + g * M, threads, batch_size=M, **kwargs)
+            pool, info = make_envs(env_id, M, seed + g * M, threads, batch_size=M, stack_on_device=True, **kwargs)
             self.pools.append(pool)
         self.info: EnvInfo = dataclasses.replace(info, num_envs=num_envs)
         self._ids = np.arange(M, dtype=np.int32)

@@ -9,7 +9,9 @@ Families:
 
 * ``atari``   -- EnvPool's standard preprocessing: 84x84 grayscale, frame
   stack 4, episodic life, reward clipping, up to 30 no-ops (as CleanRL's
-  ``ppo_atari_envpool.py``).  Observations are ``uint8``.
+  ``ppo_atari_envpool.py``).  Observations are ``uint8``.  With ``stack_on_device=True`` (the
+  trainers) EnvPool returns only each step's newest frame and the trainer stacks them on the device
+  (:mod:`envs.frame_stack`): a quarter of the bytes through the host copy.
 * ``mujoco``  -- continuous control; normalisation is done by the trainer on
   tensors (:mod:`envs.normalize`).
 * ``classic`` -- everything else (CartPole, Pendulum, ...).
@@ -17,6 +19,7 @@ Families:
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
@@ -57,6 +60,8 @@ class EnvInfo:
     num_actions: int  # n for discrete, action dim for continuous
     action_low: Optional[np.ndarray]  # continuous bounds (None for discrete)
     action_high: Optional[np.ndarray]
+    # the env returns only the newest frame [1, H, W] of obs_shape [k, H, W]: stack with envs.frame_stack
+    stack_on_device: bool = False
 
 
 def _check_env_id(env_id: str) -> None:
@@ -99,6 +104,7 @@ def make_envs(
     seed: int,
     num_threads: int = 0,
     batch_size: Optional[int] = None,
+    stack_on_device: bool = False,
     **kwargs: Any,
 ) -> Tuple[Any, EnvInfo]:
     """Build ``num_envs`` EnvPool envs (Gymnasium API); sync mode by default.
@@ -110,7 +116,12 @@ def make_envs(
 
     ``num_threads <= 0`` uses one EnvPool worker thread per core (capped at
     ``num_envs``).  ``kwargs`` go to ``envpool.make`` and override the
-    family defaults (e.g. ``episodic_life=False``)."""
+    family defaults (e.g. ``episodic_life=False``).
+
+    ``stack_on_device`` (Atari with ``stack_num > 1``; ignored elsewhere): EnvPool is built with
+    ``stack_num=1`` and returns only each step's newest frame ``[1, H, W]``; ``info.obs_shape`` stays
+    ``[stack_num, H, W]`` and ``info.stack_on_device`` is True: the caller stacks the frames with
+    :class:`envs.frame_stack.FrameStack`."""
     if num_envs < 1:
         raise ConfigError(f"num_envs must be >= 1, got {num_envs}")
     if batch_size is not None and not 1 <= batch_size <= num_envs:
@@ -118,14 +129,18 @@ def make_envs(
     family = env_family(env_id)
     threads = num_threads if num_threads > 0 else min(num_cores(), num_envs)
     opts = _family_options(family, kwargs)
+    stack = stack_on_device and family == "atari" and opts.get("stack_num", 1) > 1
     with warnings.catch_warnings():  # gymnasium: "Box low's precision lowered" for float64 MuJoCo spaces
         warnings.simplefilter("ignore", UserWarning)
         envs = envpool.make(
             env_id, env_type="gymnasium", num_envs=num_envs, batch_size=batch_size or num_envs,
-            num_threads=threads, seed=seed, **opts,
+            num_threads=threads, seed=seed, **(dict(opts, stack_num=1) if stack else opts),
         )
         obs_space, act_space = envs.observation_space, envs.action_space
-    return envs, _env_info(env_id, family, num_envs, threads, obs_space, act_space)
+    info = _env_info(env_id, family, num_envs, threads, obs_space, act_space)
+    if stack:
+        info = dataclasses.replace(info, obs_shape=(opts["stack_num"], *info.obs_shape[1:]), stack_on_device=True)
+    return envs, info
 
 
 def spec_info(env_id: str, num_envs: int, **kwargs: Any) -> EnvInfo:

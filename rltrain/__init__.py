@@ -22,6 +22,7 @@ One job per module:
 * :mod:`rltrain.time_to_score` -- when a run's average return first reaches a threshold; curves.
 * :mod:`rltrain.distributed` -- torchrun launch, DDP, global statistics, rank-0 output, per-rank
   checkpoint state, failures.
+* :mod:`rltrain.torchrun_jobs` -- a torchrun job seen from outside: kill one rank, read the failure summary.
 * :mod:`rltrain.credit`     -- the trainers' credit-assignment calls: backends by name, taking
   turns, checked against the reference, timed, shadowed by a baseline (live Amdahl).
 * :mod:`rltrain.study`      -- the speedup study's arithmetic and tables; :mod:`rltrain.study_plots`

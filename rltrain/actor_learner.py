@@ -54,6 +54,7 @@ import torch.nn as nn
 
 from envs.async_collector import Trajectory, TrajectoryAssembler
 from envs.episode_stats import EpisodeStats
+from envs.frame_stack import FrameStack
 from rltrain.interrupt import GracefulInterrupt
 from rltrain.policy_step import PolicyStep
 from rltrain.rollout import HostToDevice
@@ -109,14 +110,16 @@ class Actor(threading.Thread):
     to ``[action_low, action_high]`` for continuous ones (``num_actions``
     dimensions).  ``out_width`` env columns make a
     learner batch (default ``num_envs``).  ``capture=False`` runs the policy
-    step eagerly on CUDA too."""
+    step eagerly on CUDA too.  ``stack_frames`` (``EnvInfo.stack_on_device``): the env returns only
+    the newest frame ``[1, H, W]`` of ``obs_shape`` ``[k, H, W]``; the actor stacks them
+    (:class:`envs.frame_stack.FrameStack`)."""
 
     def __init__(self, actor_id: int, envs: Any, policy: nn.Module, params: ParamServer,
                  out: "queue_mod.Queue[Trajectory]", stop: threading.Event, *, num_envs: int,
                  num_steps: int, obs_shape, obs_dtype: torch.dtype, action_shape, action_dtype: torch.dtype,
                  device: torch.device, num_actions: int, batch_size: Optional[int] = None,
                  out_width: Optional[int] = None, discrete: bool = True, action_low: Optional[np.ndarray] = None,
-                 action_high: Optional[np.ndarray] = None, capture: bool = True):
+                 action_high: Optional[np.ndarray] = None, capture: bool = True, stack_frames: bool = False):
         super().__init__(name=f"actor-{actor_id}", daemon=True)
         self.actor_id, self.envs, self.policy, self.params = actor_id, envs, policy, params
         self.out, self.stop, self.device = out, stop, torch.device(device)
@@ -126,7 +129,17 @@ class Actor(threading.Thread):
         self.step = PolicyStep(policy, self.batch_size, obs_shape, obs_dtype, self.device, discrete=discrete,
                                num_actions=num_actions, action_low=action_low, action_high=action_high,
                                with_value=False, capture=capture)
-        self.obs_h2d = HostToDevice((self.batch_size, *obs_shape), obs_dtype, self.device)
+        B, env_shape = self.batch_size, tuple(obs_shape)
+        self.stack = None
+        if stack_frames:  # EnvPool sends each step's newest frame [1, H, W]; stacked here by env id
+            env_shape = (1, *env_shape[1:])
+            self.stack = FrameStack(num_envs, obs_shape, self.device, obs_dtype)
+            self.frame = torch.zeros((B, *env_shape), dtype=obs_dtype, device=self.device)
+            self.starts = torch.zeros(B, dtype=torch.bool, device=self.device)
+            self.ids = torch.zeros(B, dtype=torch.long, device=self.device)
+            self.starts_h2d = HostToDevice((B,), torch.bool, self.device)
+            self.ids_h2d = HostToDevice((B,), torch.long, self.device)
+        self.obs_h2d = HostToDevice((B, *env_shape), obs_dtype, self.device)
         self.ep_stats = EpisodeStats(num_envs)
         self.timer = PhaseTimer(device)
         self.error: Optional[BaseException] = None
@@ -177,7 +190,12 @@ class Actor(threading.Thread):
             returns.extend(ended_ret.tolist())
             lengths.extend(ended_len.tolist())
             timer.lap("actor/env")
-            obs = self.obs_h2d.into(obs_np, step.obs)
+            if self.stack is None:
+                obs = self.obs_h2d.into(obs_np, step.obs)
+            else:
+                starts = self.stack.starts(term_np, trunc_np, info, env_ids=ids)
+                obs = self.stack.push(self.obs_h2d.into(obs_np, self.frame), self.starts_h2d.into(starts, self.starts),
+                                      self.ids_h2d.into(ids, self.ids), out=step.obs)
             rtt = torch.from_numpy(np.stack([rew_np, term_np, trunc_np]).astype(np.float32)).to(
                 self.device, non_blocking=True)
             done_batches = asm.observe(ids, obs, rtt[0], rtt[1] > 0, rtt[2] > 0)

@@ -16,7 +16,9 @@ for the next rollout's row 0.  Inside the recorded step the storage row is a dev
 (``index_copy_`` at ``step_index``, then ``step_index += 1``), so one recording serves every row.
 
 No per-step device allocation and no other synchronisation: observations stay in their dtype (``uint8``
-frames stay ``uint8``) from EnvPool's buffer through one pinned copy into the device input; the
+frames stay ``uint8``) from EnvPool's buffer through one pinned copy into the device input -- for Atari
+only each step's newest frame, which :class:`envs.frame_stack.FrameStack` stacks in place into the
+policy's static input (a quarter of the bytes of EnvPool's own 4-frame stacks); the
 outcomes of the whole rollout become ``rewards`` / ``terminated`` / ``truncated`` / ``valid`` in a few
 launches at the end.  ``valid[t] = not (terminated or truncated)[t-1]`` masks the next-step-autoreset
 dummy step (carried across rollouts).  Reward normalisation, when on, runs then, step by step over the
@@ -39,6 +41,7 @@ import torch
 import torch.nn as nn
 
 from envs.episode_stats import EpisodeStats
+from envs.frame_stack import FrameStack
 from envs.groups import EnvGroups
 from envs.normalize import ObsNormalizer, RewardNormalizer
 from rltrain.policy_step import PolicyStep
@@ -71,9 +74,19 @@ class RolloutCollector:
                        num_actions=info.num_actions, action_low=info.action_low, action_high=info.action_high,
                        record=self._recorder(g), capture=capture)
             for g in range(K)]
-        self.obs_h2d = [HostToDevice((M, *info.obs_shape), env_obs_dtype, self.device) for _ in range(K)]
         self.raw_obs = ([torch.zeros((M, *info.obs_shape), dtype=env_obs_dtype, device=self.device) for _ in range(K)]
                         if obs_norm is not None else None)
+        env_shape = info.obs_shape
+        self.stacks = self.frames = self.starts_dev = self.starts_h2d = None
+        if info.stack_on_device:  # Atari: EnvPool sends each step's newest frame, stacked here
+            env_shape = (1, *info.obs_shape[1:])
+            self.stacks = [FrameStack(M, info.obs_shape, self.device, env_obs_dtype,
+                                      stack=self.policy[g].obs if obs_norm is None else self.raw_obs[g])
+                           for g in range(K)]
+            self.frames = [torch.zeros((M, *env_shape), dtype=env_obs_dtype, device=self.device) for _ in range(K)]
+            self.starts_dev = [torch.ones(M, dtype=torch.bool, device=self.device) for _ in range(K)]
+            self.starts_h2d = [HostToDevice((M,), torch.bool, self.device) for _ in range(K)]
+        self.obs_h2d = [HostToDevice((M, *env_shape), env_obs_dtype, self.device) for _ in range(K)]
         self.outcome_h2d = [HostToDevice((3, M), torch.float32, self.device) for _ in range(K)]
         self.ep_stats = [EpisodeStats(M) for _ in range(K)]  # a group's envs in order: no index arrays
         self.bootstrap_value = self.storage.values[T]
@@ -97,11 +110,16 @@ class RolloutCollector:
             row.add_(1)
         return record
 
-    def _stage_obs(self, g: int, obs_np: np.ndarray) -> None:
-        if self.obs_norm is None:
-            self.obs_h2d[g].into(obs_np, self.policy[g].obs)
+    def _stage_obs(self, g: int, obs_np: np.ndarray, starts: Optional[np.ndarray]) -> None:
+        """Group ``g``'s observations into the policy's static input.  Stacked on the device (Atari):
+        ``obs_np`` is the newest frame and ``starts`` says which envs start a game with it."""
+        if self.stacks is None:
+            raw = self.obs_h2d[g].into(obs_np, self.policy[g].obs if self.obs_norm is None else self.raw_obs[g])
         else:
-            self.policy[g].obs.copy_(self.obs_norm(self.obs_h2d[g].into(obs_np, self.raw_obs[g])))
+            frame = self.obs_h2d[g].into(obs_np, self.frames[g])
+            raw = self.stacks[g].push(frame, self.starts_h2d[g].into(starts, self.starts_dev[g]))
+        if self.obs_norm is not None:
+            self.policy[g].obs.copy_(self.obs_norm(raw))
 
     def collect(self, timer: PhaseTimer) -> Tuple[List[float], List[int]]:
         """One rollout into :attr:`buf` and :attr:`bootstrap_value`; returns the returns and lengths of
@@ -112,7 +130,7 @@ class RolloutCollector:
             row.zero_()
         if not self._started:  # first rollout (also after a resume): episodes start afresh
             for g in range(K):
-                self._stage_obs(g, envs.reset(g))
+                self._stage_obs(g, envs.reset(g), np.ones(envs.group_size, dtype=bool))  # every env starts a game
             self._started = True
         returns: List[float] = []
         lengths: List[int] = []
@@ -126,7 +144,8 @@ class RolloutCollector:
                     returns.extend(ended_ret.tolist())
                     lengths.extend(ended_len.tolist())
                     timer.lap("rollout/env")
-                    self._stage_obs(g, obs_np)
+                    starts = self.stacks[g].starts(terminated, truncated, info) if self.stacks is not None else None
+                    self._stage_obs(g, obs_np, starts)
                     self.outcome_h2d[g].into(np.stack([reward, terminated, truncated]), self.outcome[step - 1, g])
                     timer.lap("rollout/h2d")
                 policy()

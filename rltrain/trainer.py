@@ -8,8 +8,9 @@
   given by the flags wins over the checkpoint's.
 * :func:`start_run` -- restore from ``args.resume`` (same run folder, metrics appended) or make a fresh
   run folder, then open the :class:`~rltrain.logger.Logger` (rank 0; the other ranks log nothing).
-* :func:`iteration_readout` / :func:`episode_metrics` -- one iteration's figures of every rank in one
-  collective: phase seconds (the slowest rank's), loss means, episode sums, the stop flags.
+* :func:`iteration_readout` / :func:`episode_metrics` / :func:`memory_metrics` -- one iteration's figures
+  of every rank in one collective: phase seconds (the slowest rank's), loss means, episode sums, the stop
+  flags, the peak GPU memory of the rank that used most.
 * :func:`run_main` -- the ``__main__`` guard: ``main(args, ctx)`` in the process's
   :func:`~rltrain.distributed.distributed_context` (torchrun's ``@record`` for the failure summary); an
   error meant for the user exits with its status and one line on stderr (``ConfigError`` 2,
@@ -41,11 +42,13 @@ from rltrain.runtime import make_run_dir
 from rltrain.seeding import get_rng_state, set_rng_state
 
 __all__ = ["parse_trainer_args", "TrainerState", "RunStart", "start_run", "iteration_readout", "episode_metrics",
-           "report_end", "run_main", "EXIT_CODES", "lay_out_like_params"]
+           "memory_metrics", "GPU_MEMORY_METRIC", "report_end", "run_main", "EXIT_CODES", "lay_out_like_params"]
 
 A = TypeVar("A")
 
 RECENT_EPISODES = 100  # the window of charts/avg_episodic_return
+GPU_MEMORY_METRIC = "perf/gpu_mem_peak_gib"
+"""The most GPU memory any rank's tensors have held since its start (``torch.cuda.max_memory_allocated``), GiB."""
 
 EXIT_CODES: Dict[type, int] = {ConfigError: 2, NonFiniteLossError: 3, CreditMismatchError: 5}
 
@@ -195,7 +198,9 @@ def iteration_readout(ctx: DistContext, *, phase_secs: Mapping[str, float], mean
     * ``sums`` and the episode figures of :data:`_EPISODE_SUMS` (this iteration's returns and lengths,
       the recent returns' sum and count): summed, see :func:`episode_metrics`; ``maxima``: the maximum;
     * ``"nonfinite_rank"``: the lowest rank whose loss was not ``finite`` (``inf``: none);
-    * ``"interrupted"``: 1 if a Ctrl-C reached any rank.
+    * ``"interrupted"``: 1 if a Ctrl-C reached any rank;
+    * :data:`GPU_MEMORY_METRIC` (a CUDA device only): the maximum over ranks of each rank's peak
+      ``torch.cuda.max_memory_allocated`` since its start, in GiB (:func:`memory_metrics`).
 
     In a single process it returns its own figures (summed and averaged over one rank: the same
     floats)."""
@@ -205,9 +210,11 @@ def iteration_readout(ctx: DistContext, *, phase_secs: Mapping[str, float], mean
              "episodes/length_sum": float(np.sum(episode_lengths)),
              "episodes/recent_return_sum": float(np.sum(recent_returns)), "episodes/recent_count": len(recent_returns),
              "nonfinite_rank": math.inf if finite else ctx.rank, "interrupted": float(interrupted)}
+    if ctx.device.type == "cuda":
+        local[GPU_MEMORY_METRIC] = torch.cuda.max_memory_allocated(ctx.device) / 2**30
     ops = {**dict.fromkeys(phase_secs, "max"), **dict.fromkeys(means, "mean"), **dict.fromkeys(sums, "sum"),
            **dict.fromkeys(maxima, "max"), **dict.fromkeys(_EPISODE_SUMS, "sum"),
-           "nonfinite_rank": "min", "interrupted": "max"}
+           "nonfinite_rank": "min", "interrupted": "max", GPU_MEMORY_METRIC: "max"}
     return ctx.reduce_scalars(local, ops)
 
 
@@ -222,6 +229,11 @@ def episode_metrics(readout: Mapping[str, float]) -> Dict[str, float]:
     if readout["episodes/recent_count"]:
         out["charts/avg_episodic_return"] = readout["episodes/recent_return_sum"] / readout["episodes/recent_count"]
     return out
+
+
+def memory_metrics(readout: Mapping[str, float]) -> Dict[str, float]:
+    """:data:`GPU_MEMORY_METRIC` of :func:`iteration_readout` where the run is on CUDA; nothing on the CPU."""
+    return {GPU_MEMORY_METRIC: readout[GPU_MEMORY_METRIC]} if GPU_MEMORY_METRIC in readout else {}
 
 
 def report_end(ctx: DistContext, agent: torch.nn.Module, logger: Any, tables: Mapping[str, Any],

@@ -64,6 +64,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import bench_envpool  # noqa: E402
 from rltrain.machine import machine_info  # noqa: E402
 from rltrain.runtime import num_cores  # noqa: E402
+from rltrain.trainer import GPU_MEMORY_METRIC  # noqa: E402
 
 DEFAULT_OUT = ROOT / "docs" / "results" / "trainer_throughput.json"
 
@@ -192,19 +193,30 @@ class Args:
 
 # ---------------------------------------------------------------------------- runs
 def trainer_flags(case: Case, extra: Sequence[str]) -> List[str]:
+    """The flags of a run of ``case`` (``warmup + timed`` rounds), ``extra`` last; no checkpoints unless
+    ``extra`` sets ``--checkpoint-every``."""
     total = case.round_steps * (case.warmup + case.timed)
+    checkpoints = [] if "--checkpoint-every" in extra else ["--checkpoint-every", "0"]
     return [*case.flags, "--env-id", case.env_id, "--num-envs", str(case.num_envs), "--num-steps",
-            str(case.num_steps), "--total-timesteps", str(total), "--checkpoint-every", "0", *extra]
+            str(case.num_steps), "--total-timesteps", str(total), *checkpoints, *extra]
 
 
-def run_trainer(root: Path, case: Case, extra: Sequence[str], runs_dir: Path, timeout: int, nproc: int = 0) -> Dict:
-    """Run ``root``'s trainer for ``case`` in a subprocess (``nproc`` > 0: under ``torchrun --standalone
-    --nproc-per-node nproc``); the figures from its metrics.jsonl (rank 0 writes it)."""
+def trainer_command(root: Path, case: Case, extra: Sequence[str], runs_dir: Path,
+                    nproc: int = 0) -> Tuple[List[str], Dict[str, str]]:
+    """The command line and environment of ``root``'s trainer for ``case`` (``nproc`` > 0: under ``torchrun
+    --standalone --nproc-per-node nproc``), ``root`` first on ``PYTHONPATH``; run it from ``root``."""
     launch = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)] if nproc else []
     cmd = [sys.executable, *launch, str(root / "scripts" / f"{case.trainer}.py"), "--runs-dir", str(runs_dir),
            "--no-progress", *trainer_flags(case, extra)]
     env = dict(os.environ, PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return cmd, env
+
+
+def run_trainer(root: Path, case: Case, extra: Sequence[str], runs_dir: Path, timeout: int, nproc: int = 0) -> Dict:
+    """Run ``root``'s trainer for ``case`` in a subprocess (:func:`trainer_command`); the figures from its
+    metrics.jsonl (rank 0 writes it)."""
+    cmd, env = trainer_command(root, case, extra, runs_dir, nproc)
     t0 = time.perf_counter()
     try:
         done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
@@ -242,6 +254,9 @@ def summarize(case: Case, rows: List[Dict]) -> Dict:
         "phases_ms": {k[len("perf/"):-len("_s")]: 1e3 * sum(r.get(k, 0.0) for r in timed) / n for k in phases},
         "final_avg_return": rows[-1].get("charts/avg_episodic_return"),
     }
+    memory = [r[GPU_MEMORY_METRIC] for r in timed if GPU_MEMORY_METRIC in r]
+    if memory:  # CUDA runs: the peak of the rank that used most
+        out["gpu_mem_peak_gib"] = max(memory)
     if case.trainer == "ppo":
         rollout_s = sum(r.get("perf/rollout_s", 0.0) for r in timed)
         out["rollout_sps"] = steps / rollout_s if rollout_s > 0 else float("nan")
@@ -347,17 +362,17 @@ def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict]:
 BEFORE_ROOT = "<checkout of before_commit>"  # what --before-root stands for in a recorded command
 
 
-def machine(argv: Sequence[str], before_root: Optional[str]) -> Dict:
-    """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line: the
-    arguments as given (a relative ``--out`` stays relative), the ``--before-root`` path, which names a
-    directory of the measuring machine, replaced by :data:`BEFORE_ROOT`."""
+def machine(argv: Sequence[str], before_root: Optional[str], script: str = "scripts/bench_trainer.py") -> Dict:
+    """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line (``python
+    script argv``): the arguments as given (a relative ``--out`` stays relative), the ``--before-root``
+    path, which names a directory of the measuring machine, replaced by :data:`BEFORE_ROOT`."""
     def recorded(a: str) -> str:
         if before_root and a in (before_root, f"--before-root={before_root}"):
             return a.replace(before_root, BEFORE_ROOT)
         return a
     return {**machine_info(), "after_commit": git_commit(ROOT),
             "before_commit": git_commit(Path(before_root)) if before_root else None,
-            "command": " ".join(["python", "scripts/bench_trainer.py", *map(recorded, argv)])}
+            "command": " ".join(["python", script, *map(recorded, argv)])}
 
 
 def git_commit(root: Path) -> Optional[str]:
@@ -431,6 +446,15 @@ def main_runs(runs: List[Tuple[str, Dict]]) -> List[Tuple[str, Dict]]:
     return [(label, run) for label, run in runs if label in ("before", after)]
 
 
+PHASE_ORDER = ("rollout", "ca", "update", "learner", "learner_queue_wait", "actor", "actor_queue_wait")
+
+
+def phase_order(phase: str) -> Tuple[int, bool, str]:
+    """Sort key of a phase name: the trainers' order of their top-level phases, sub-phases after their phase."""
+    top = phase.split("/")[0]
+    return (PHASE_ORDER.index(top) if top in PHASE_ORDER else len(PHASE_ORDER), "/" in phase, phase)
+
+
 def markdown(results: Dict, variants: bool = True) -> str:
     """Markdown of a results file: where and when, one throughput row per run, and each case's phase
     table (one row per run: its steps per iteration and each phase's ms per iteration -- IMPALA: per
@@ -457,10 +481,7 @@ def markdown(results: Dict, variants: bool = True) -> str:
         if not runs:
             continue
         unit = "ms / iteration" if case["trainer"] == "ppo" else "ms / learner update"
-        order = ["rollout", "ca", "update", "learner", "learner_queue_wait", "actor", "actor_queue_wait"]
-        phases = sorted({k for run in runs.values() for k in run["phases_ms"]},
-                        key=lambda k: (order.index(k.split("/")[0]) if k.split("/")[0] in order else len(order),
-                                       "/" in k, k))
+        phases = sorted({k for run in runs.values() for k in run["phases_ms"]}, key=phase_order)
         lines += ["", f"**{name}** ({unit})", "",
                   "| run | steps / iteration | " + " | ".join(k if "/" in k else f"**{k}**" for k in phases)
                   + " | **iteration** |", "| --- |" + " ---: |" * (len(phases) + 2)]

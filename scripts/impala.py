@@ -59,7 +59,7 @@ from rltrain.minibatches import LearnerBatch, resolve_minibatches, step_budget  
 from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
-                             report_end, run_main, start_run)
+                             memory_metrics, report_end, run_main, start_run)
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -195,7 +195,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     env_seed = ctx.env_seed(args.seed, 10_000 * args.num_actors)  # actor i's envs: env_seed + 10_000 * i + j
     threads = threads_per_pool(args.num_threads, args.num_actors, env_family(args.env_id))  # pools step at once
     for i in range(0 if args.synthetic else args.num_actors):  # --synthetic: no environments, no actors
-        envs, info = make_envs(args.env_id, width, env_seed + 10_000 * i, threads, batch_size=args.env_batch_size or width)
+        envs, info = make_envs(args.env_id, width, env_seed + 10_000 * i, threads, batch_size=args.env_batch_size or width,
+                               stack_on_device=True)  # Atari: the newest frame only, the actor stacks
         env_list.append(envs)
     if args.synthetic:
         info = spec_info(args.env_id, width)
@@ -246,7 +247,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                             action_dtype=act_dtype, device=device, num_actions=info.num_actions,
                             batch_size=args.env_batch_size or width, out_width=batch_envs,
                             discrete=info.discrete, action_low=info.action_low, action_high=info.action_high,
-                            capture=args.cuda_graphs))
+                            capture=args.cuda_graphs, stack_frames=info.stack_on_device))
     interrupt = GracefulInterrupt()  # Ctrl-C is acted on in pool.get(), never inside the queue's locks
     # under torchrun every rank learns its Ctrl-C from the readout instead, so that all stop after one update
     pool_interrupt = None if ctx.is_distributed else interrupt
@@ -450,6 +451,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                 **({"policy_lag/max_over_ranks": g["policy_lag/max_over_ranks"]}
                    if "policy_lag/max_over_ranks" in g else {}),
                 **episode_metrics(g),
+                **memory_metrics(g),  # perf/gpu_mem_peak_gib on CUDA
             }
             if evaluation is not None and update % args.eval_every == 0:
                 with clock.paused():

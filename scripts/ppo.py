@@ -58,7 +58,7 @@ from rltrain.rollout import RolloutBuffer, minibatch_indices  # noqa: E402
 from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
-                             report_end, run_main, start_run)
+                             memory_metrics, report_end, run_main, start_run)
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -368,6 +368,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                 **{k: g[k] for k in phases},  # the slowest rank's
                 **({f"perf/rank0/{k[len('perf/'):]}": s for k, s in phases.items()} if ctx.is_distributed else {}),
                 **episode_metrics(g),
+                **memory_metrics(g),  # perf/gpu_mem_peak_gib on CUDA
             }
             if evaluation is not None and iteration % args.eval_every == 0:
                 with clock.paused():

@@ -4,6 +4,7 @@
     python scripts/results_tables.py kernels docs/results/kernels_quick_grid.json --cells readme
     python scripts/results_tables.py rl-triton docs/results/kernels_vs_rl_triton.json
     python scripts/results_tables.py trainer docs/results/trainer_throughput.json
+    python scripts/results_tables.py scaling docs/results/multi_gpu_scaling.json
     python scripts/results_tables.py update README.md docs/perf.md   # rewrite their tables from the files
     python scripts/results_tables.py check README.md docs/perf.md    # exit 1 where a table is out of date
 
@@ -18,7 +19,9 @@ of a device-to-device copy's bandwidth, and each baseline's ``do_bench`` median 
 time in brackets where the run measured one. ``rl-triton`` reads a file of
 ``scripts/compare_rl_triton.py``: device times of both libraries with and without truncations, and
 the times of rl-triton's own method (CUDA events around one call, the launch included). Times in
-microseconds.
+microseconds. ``scaling`` reads a file of ``scripts/bench_scaling.py``: per case and rank count K the
+total steps/s, the efficiency sps(K) / (K sps(1)), the phases and the gradient all-reduce (ms per
+iteration, the slowest rank's), the all-reduce's share and the peak GPU memory, then the fault check.
 """
 
 from __future__ import annotations
@@ -147,6 +150,13 @@ def trainer_table(path: Path, cells: str = "all") -> str:
     return text.split("\n\n**")[0] if cells == "readme" else text  # readme: before / after steps/s alone
 
 
+def scaling_table(path: Path, cells: str = "all") -> str:
+    """The multi-GPU scaling table (``scripts/bench_scaling.py``): one row per case and rank count, the fault
+    check under it (``--cells`` makes no difference)."""
+    import bench_scaling  # imports the trainer benchmark: only when asked for
+    return bench_scaling.markdown(json.loads(path.read_text()))
+
+
 def study_table(path: Path, cells: str = "all") -> str:
     """The speedup study's tables (``scripts/speedup_study.py``): measured (predicted) end-to-end speedup
     of every backend at every point; with ``--cells all`` also each backend's times, share, k and check."""
@@ -159,7 +169,8 @@ def study_table(path: Path, cells: str = "all") -> str:
     return "\n".join(lines)
 
 
-TABLES = {"kernels": kernels_table, "rl-triton": rl_triton_table, "trainer": trainer_table, "study": study_table}
+TABLES = {"kernels": kernels_table, "rl-triton": rl_triton_table, "trainer": trainer_table, "study": study_table,
+          "scaling": scaling_table}
 
 
 def table_parser() -> argparse.ArgumentParser:

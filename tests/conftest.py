@@ -83,12 +83,10 @@ def torchrun(script: str, *args: str, nproc: int = 2, timeout: float = 120, laun
 
 def torchrun_failures(output: str) -> Dict[int, str]:
     """``{rank: its block of torchrun's failure summary}`` (the failures and the root cause)."""
-    import re
+    from rltrain.torchrun_jobs import failure_summary
 
     assert "FAILED" in output, output[-3000:]
-    summary = output[output.rindex("FAILED"):]
-    blocks = re.split(r"^\[\d+\]:$", summary, flags=re.M)[1:]
-    return {int(re.search(r"rank\s*: (\d+) \(local_rank", b).group(1)): b for b in blocks}
+    return failure_summary(output)
 
 
 OPS = (

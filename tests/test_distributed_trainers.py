@@ -8,8 +8,6 @@ loss, is tests/test_distributed.py's (tests/dist_worker.py)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 from collections import deque
@@ -25,6 +23,7 @@ from conftest import load_script, torchrun, torchrun_command, torchrun_env, torc
 from rltrain.config import ConfigError
 from rltrain.distributed import DistContext
 from rltrain.losses import minibatch_moments
+from rltrain.torchrun_jobs import kill_rank
 from rltrain.trainer import episode_metrics, iteration_readout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,31 +137,13 @@ def test_a_killed_rank_stops_the_job(tmp_path):
                 assert job.poll() is None, (tmp_path / "out.log").read_text()[-3000:]
                 time.sleep(0.1)
             assert list(runs.glob("*/metrics.jsonl")), "training did not start"
-            os.kill(worker_pid(job.pid, rank=1), signal.SIGKILL)
-            killed = time.monotonic()
-            job.wait(timeout=60)
-            stopped_after = time.monotonic() - killed
+            stopped = kill_rank(job, rank=1, timeout=60)
         finally:
             if job.poll() is None:
                 job.kill()
     output = (tmp_path / "out.log").read_text()
-    assert job.returncode != 0 and stopped_after < 30, output[-3000:]
+    assert stopped.returncode != 0 and stopped.all_exited_s < 30, output[-3000:]
     assert "SIGKILL" in torchrun_failures(output)[1]
-
-
-def worker_pid(launcher_pid: int, rank: int) -> int:
-    """The pid of the torchrun worker of ``rank`` (a child of the launcher with ``RANK=rank``)."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            environ = (proc / "environ").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == launcher_pid and f"RANK={rank}".encode() in environ:
-            return int(proc.name)
-    raise AssertionError(f"no worker of rank {rank} under pid {launcher_pid}")
 
 
 # ------------------------------------------------------------------------------ in one process

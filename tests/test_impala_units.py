@@ -308,3 +308,36 @@ def test_ctrl_c_shuts_down_cleanly_and_keeps_checkpoint(tmp_path):
     assert "interrupted" in out
     (ckpt,) = tmp_path.glob("*/checkpoints/latest.pt")
     assert torch.load(ckpt, weights_only=False)["iteration"] >= 5
+
+
+def test_actor_stacks_atari_frames_as_envpool():
+    """An actor on Breakout whose EnvPool sends only the newest frame (async batches of 2 of 4 envs)
+    assembles the observations a ``stack_num=4`` pool returns for the same actions: life losses and
+    time-limit truncations included."""
+    from envs import make_envs
+    N, B, T, batches, seed = 4, 2, 16, 6, 11
+    envs, info = make_envs("Breakout-v5", N, seed, 1, batch_size=B, stack_on_device=True, max_episode_steps=40)
+    torch.manual_seed(0)
+    policy = make_agent("nature_cnn", info.obs_shape, True, info.num_actions)
+    q, stop = queue.Queue(maxsize=100), threading.Event()
+    actor = Actor(0, envs, policy, ParamServer(policy), q, stop, num_envs=N, num_steps=T, obs_shape=info.obs_shape,
+                  obs_dtype=torch.uint8, action_shape=(), action_dtype=torch.long, device=torch.device("cpu"),
+                  num_actions=info.num_actions, batch_size=B, stack_frames=True)
+    pool = ActorPool([actor], q, stop)
+    pool.start()
+    items = [pool.get() for _ in range(batches)]
+    pool.close()
+    cols = [torch.argsort(b.env_ids) for b in items]  # columns in env order
+    assert all(torch.equal(b.env_ids[c], torch.arange(N)) for b, c in zip(items, cols))
+    obs = torch.cat([b.obs[:T, c] for b, c in zip(items, cols)] + [items[-1].obs[T:, cols[-1]]])
+    actions = torch.cat([b.actions[:, c] for b, c in zip(items, cols)])
+    term = torch.cat([b.terminated[:, c] for b, c in zip(items, cols)])
+    trunc = torch.cat([b.truncated[:, c] for b, c in zip(items, cols)])
+    assert term.any() and trunc.any()  # life losses (terminated) and the 40-step limit (truncated)
+    ref, _ = make_envs("Breakout-v5", N, seed, 1, max_episode_steps=40)
+    expected = ref.reset()[0]
+    for t in range(batches * T):
+        assert torch.equal(obs[t], torch.from_numpy(expected)), t
+        expected, _, ref_term, ref_trunc, _ = ref.step(actions[t].numpy().astype(np.int32))
+        assert np.array_equal(ref_term, term[t].numpy()) and np.array_equal(ref_trunc, trunc[t].numpy()), t
+    assert torch.equal(obs[batches * T], torch.from_numpy(expected))

@@ -233,13 +233,14 @@ def _sync_reference(env_id, N, T, iterations, agent, seed, rew_norm=None, **kwar
     ("CartPole-v1", 6, 2, 40, {"max_episode_steps": 15}),  # time-limit truncations and terminations
     ("CartPole-v1", 6, 3, 40, {"max_episode_steps": 15}),
     ("CartPole-v1", 5, 1, 30, {}),
-    ("Breakout-v5", 4, 2, 6, {}),  # uint8 frames stay uint8
+    # uint8 frames stay uint8, stacked on the device: life losses (terminated) and truncations at 50 steps
+    ("Breakout-v5", 4, 2, 30, {"max_episode_steps": 50}),
 ])
 def test_grouped_rollouts_store_the_synchronous_transitions(env_id, N, groups, T, kwargs):
     torch.manual_seed(0)
     agent = _greedy(make_agent("auto", (4, 84, 84) if env_id.startswith("Breakout") else (4,), True,
                                4 if env_id.startswith("Breakout") else 2))
-    iterations = 2 if env_id.startswith("Breakout") else 3
+    iterations = 3
     norm = env_id == "CartPole-v1" and groups == 2  # also: reward normalisation over the whole N per step
     expected, expected_returns = _sync_reference(env_id, N, T, iterations, agent, seed=3,
                                                  rew_norm=RewardNormalizer(N, "cpu") if norm else None, **kwargs)
@@ -259,7 +260,7 @@ def test_grouped_rollouts_store_the_synchronous_transitions(env_id, N, groups, T
             assert torch.allclose(getattr(buf, k), ref[k], rtol=1e-5, atol=1e-6), (it, k)
         assert torch.allclose(collector.bootstrap_value, ref["bootstrap"], rtol=1e-5, atol=1e-6)
     if kwargs:
-        assert expected[0]["truncated"].any() and expected[0]["terminated"].any()
+        assert any(e["truncated"].any() for e in expected) and any(e["terminated"].any() for e in expected)
         assert not expected[1]["valid"].all()
     assert sorted(returns) == sorted(expected_returns)
     assert returns or env_id.startswith("Breakout")  # Breakout's games outlast these rollouts
@@ -284,3 +285,26 @@ def test_phase_timer_laps_cover_the_loop():
     assert sum(secs.values()) == pytest.approx(wall, rel=0.05)
     with pytest.raises(RuntimeError):  # a read ends the run of laps
         timer.lap("rollout/env")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the captured policy step")
+def test_captured_atari_rollout_reads_the_device_stacks():
+    """The CUDA graph reads the policy's static input, which the frame stacker updates in place: the
+    observations it records equal those of a ``stack_num=4`` pool stepped with the recorded actions."""
+    N, K, T, device = 8, 2, 24, torch.device("cuda")
+    envs = EnvGroups("Breakout-v5", N, K, seed=3, max_episode_steps=40)
+    collector = RolloutCollector(envs, make_agent("auto", (4, 84, 84), True, 4).to(device), T, device)
+    assert collector.captured
+    ref, _ = make_envs("Breakout-v5", N, 3, max_episode_steps=40)
+    expected = ref.reset()[0]
+    ended = 0
+    for _ in range(3):
+        with torch.inference_mode():
+            collector.collect(PhaseTimer(device))
+        obs, actions = collector.buf.obs.cpu(), collector.buf.actions.cpu()
+        for t in range(T):
+            assert torch.equal(obs[t], torch.from_numpy(expected)), t
+            expected, _, term, trunc, _ = ref.step(actions[t].numpy().astype(np.int32))
+            ended += int((term | trunc).sum())
+    assert ended > 0
