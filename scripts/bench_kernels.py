@@ -432,7 +432,7 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     return config_label(c)
 
 
-LABEL_FORM = "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages]"
+LABEL_FORM = "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+run<run>]"
 
 
 def config_label(c: LaunchConfig) -> str:
@@ -442,11 +442,11 @@ def config_label(c: LaunchConfig) -> str:
 
 def parse_config_label(label: str) -> LaunchConfig:
     """The :class:`LaunchConfig` that ``config_label`` wrote as ``label``, e.g. ``16x64w1+lookback``."""
-    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?", label.strip())
+    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(?:\+run(\d+))?", label.strip())
     if match is None:
         raise ValueError(f"config label {label!r} is not {LABEL_FORM}")
-    block_t, block_n, warps, lookback, stages = match.groups()
-    return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1))
+    block_t, block_n, warps, lookback, stages, run = match.groups()
+    return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1), int(run or 1))
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:

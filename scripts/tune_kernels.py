@@ -6,8 +6,8 @@
 
 For every key of the table (estimator family, layout, dtype, shape bucket: ``kernels.launch.tuned``)
 the family's representative estimator is run on one shape of the bucket with each candidate launch
-(``kernels.launch.autotune.candidates``: tiles around the contiguous axis, with and without
-look-back, pipelined walks, and the heuristic's own launch). Each candidate is first checked against the float64 reference (the
+(``kernels.launch.autotune.candidates``: the heuristic's own launch, ``[T, N]`` tiles in thread runs
+first, then tiles around the contiguous axis, with and without look-back, pipelined walks). Each candidate is first checked against the float64 reference (the
 benchmark's check: ``scripts/bench_kernels.py``), then timed with the benchmark's ``do_bench``
 median; a wrong or failing candidate is never timed. The fastest per key is written with its time
 and the heuristic's, beside the device name, the versions and the date. ``--merge`` keeps the

@@ -197,6 +197,8 @@ def test_time_dim1_shape_mismatch_is_checked_in_callers_layout():
                                           (dict(block_t=8, block_n=8, num_stages=0), "num_stages"),
                                           (dict(block_t=8, block_n=8, num_warps=3), "num_warps"),
                                           (dict(block_t=8, block_n=8, lookback=1), "lookback"),
+                                          (dict(block_t=8, block_n=8, run=3), "run"),
+                                          (dict(block_t=8, block_n=8, run=16), "run"),
                                           (dict(block_t=256, block_n=256), "block_t x block_n")])
 def test_launch_config_names_the_bad_field(fields, name):
     with pytest.raises(ValueError, match=f"LaunchConfig.{name}"):

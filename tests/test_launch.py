@@ -82,6 +82,33 @@ def test_every_launch_the_heuristic_picks_matches_the_reference(index):
     assert_launch_matches_reference(config, time_contiguous, dtype, index)
 
 
+def thread_run_launches() -> list[tuple]:
+    """The sweep's launches in thread runs (``run > 1``: its ``THREAD_RUN_LAUNCHES``, clipped to the
+    benchmark's shapes) and a few edges (one thread holding a tile's whole column, one-environment
+    rows), each in both layouts, in float32 and bfloat16 in turn."""
+    picked = {LaunchConfig(16, 4, 1, False, 1, 16), LaunchConfig(64, 1, 1, True, 1, 4),
+              LaunchConfig(32, 2, 1, False, 3, 8)}
+    for N, T in ((16, 2**20), (128, 2048), (4096, 128), (8192, 4096), (32768, 8)):
+        for itemsize in (4, 2):
+            first = autotune.candidates(N, T, False, itemsize, DEVICES[2])[:len(autotune.THREAD_RUN_LAUNCHES) + 1]
+            picked.update(config for config in first if config.run > 1)
+    dtypes = (torch.float32, torch.bfloat16)
+    return [(config, time_contiguous, dtypes[i % 2]) for i, config in enumerate(sorted(picked, key=str))
+            for time_contiguous in (False, True)]
+
+
+THREAD_RUNS = thread_run_launches()
+
+
+@pytest.mark.parametrize("index", range(len(THREAD_RUNS)),
+                         ids=[f"{c.label}-{'nt' if tc else 'tn'}-{str(d)[6:]}" for c, tc, d in THREAD_RUNS])
+def test_every_launch_in_thread_runs_matches_the_reference(index):
+    """Tiles in thread runs, in either layout (the runs follow the tile's rows, whichever axis is
+    contiguous), with look-back, pipelined walks and partial tiles."""
+    config, time_contiguous, dtype = THREAD_RUNS[index]
+    assert_launch_matches_reference(config, time_contiguous, dtype, index)
+
+
 FIXTURE = table_launches(FIXTURE_TABLES)
 COMMITTED = table_launches(tuned.TABLES)
 
@@ -199,7 +226,8 @@ def test_every_estimator_names_a_family():
 
 
 @pytest.mark.parametrize("config", [LaunchConfig(16, 64, 1, True), LaunchConfig(32, 16, 2, False, 3),
-                                    LaunchConfig(128, 8, 4)], ids=str)
+                                    LaunchConfig(128, 8, 4), LaunchConfig(64, 64, 4, False, 4, 8),
+                                    LaunchConfig(512, 16, 4, True, 1, 16)], ids=str)
 def test_config_labels_read_back_to_the_same_launch(config):
     sys.path.insert(0, str(ROOT / "scripts"))
     import bench_kernels as B

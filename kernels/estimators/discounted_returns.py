@@ -45,7 +45,7 @@ def _discounted_returns_kernel(r_ptr, s_r_t, s_r_n, term_ptr, s_term_t, s_term_n
                                gamma_hi, gamma_lo, HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr,
                                HAS_BOOT: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr,
                                BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr,
-                               LATEST_FIRST: tl.constexpr):
+                               LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     gamma = scan.scalar(gamma_hi, gamma_lo, ACC)
     block, first, end, num_chunks = scan.program_chunks(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n, n_ok = scan.envs(block, N, BLOCK_N)
@@ -56,7 +56,7 @@ def _discounted_returns_kernel(r_ptr, s_r_t, s_r_n, term_ptr, s_term_t, s_term_n
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         r = scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         terminated = scan.load_flags(term_ptr, t, n, s_term_t, s_term_n, mask)
@@ -68,7 +68,7 @@ def _discounted_returns_kernel(r_ptr, s_r_t, s_r_n, term_ptr, s_term_t, s_term_n
             v_after = scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
         alpha, beta = discounted_returns_pairs(r, v_after, terminated, truncated, mask, gamma, HAS_TRUNC)
         g, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
         scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

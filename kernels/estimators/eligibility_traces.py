@@ -32,8 +32,8 @@ def eligibility_traces_beta(done_before, mask, decay):
 @scan.coefficient_kernel
 def _eligibility_traces_kernel(x_ptr, s_x_t, s_x_n, done_ptr, s_done_t, s_done_n, init_ptr, s_init, out_ptr, s_out_t,
                                s_out_n, ws, flags, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, HAS_INIT: tl.constexpr,
-                               ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                               LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr):
+                               ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+                               NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     decay = scan.scalar(gamma_hi, gamma_lo, ACC) * scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = scan.program_chunks(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n, n_ok = scan.envs(block, N, BLOCK_N)
@@ -42,13 +42,13 @@ def _eligibility_traces_kernel(x_ptr, s_x_t, s_x_n, done_ptr, s_done_t, s_done_n
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, False, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, False, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         x = scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         done_before = scan.load_flags(done_ptr, t - 1, n, s_done_t, s_done_n, scan.tile_mask(t - 1, T, n_ok))
         beta = eligibility_traces_beta(done_before, mask, decay)
         z, carry = scan.scan_chunk(x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
-                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
         scan.store_tile(out_ptr, z, t, n, s_out_t, s_out_n, mask)
 
 

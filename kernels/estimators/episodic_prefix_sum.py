@@ -33,8 +33,8 @@ def episodic_prefix_sum_beta(new_episode, mask, ACC: tl.constexpr):
 @triton.jit
 def _episodic_prefix_sum_kernel(x_ptr, s_x_t, s_x_n, flag_ptr, s_flag_t, s_flag_n, init_ptr, s_init, out_ptr, s_out_t,
                                 s_out_n, ws, flags, T, N, STARTS_AT: tl.constexpr, HAS_INIT: tl.constexpr,
-                                ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                                LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr):
+                                ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
+                                NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     block, first, end, num_chunks = scan.program_chunks(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n, n_ok = scan.envs(block, N, BLOCK_N)
     if HAS_INIT:
@@ -42,7 +42,7 @@ def _episodic_prefix_sum_kernel(x_ptr, s_x_t, s_x_n, flag_ptr, s_flag_t, s_flag_
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, False, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, False, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         x = scan.load_tile(x_ptr, t, n, s_x_t, s_x_n, mask, ACC)
         if STARTS_AT:
@@ -51,7 +51,7 @@ def _episodic_prefix_sum_kernel(x_ptr, s_x_t, s_x_n, flag_ptr, s_flag_t, s_flag_
             new_episode = scan.load_flags(flag_ptr, t - 1, n, s_flag_t, s_flag_n, scan.tile_mask(t - 1, T, n_ok))
         beta = episodic_prefix_sum_beta(new_episode, mask, ACC)
         c, carry = scan.scan_chunk(x, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, False,
-                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
         scan.store_tile(out_ptr, c, t, n, s_out_t, s_out_n, mask)
 
 

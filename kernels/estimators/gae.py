@@ -41,7 +41,7 @@ def _gae_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_
                 s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, adv_ptr, s_adv_t, s_adv_n, ret_ptr, s_ret_t,
                 s_ret_n, ws, flags, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, HAS_TRUNC: tl.constexpr,
                 HAS_NEXT: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr):
+                LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     gamma = scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = scan.program_chunks(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -50,7 +50,7 @@ def _gae_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_
         bootstrap = scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         r = scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         v = scan.load_tile(v_ptr, t, n, s_v_t, s_v_n, mask, ACC)
@@ -65,7 +65,7 @@ def _gae_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_next)
         alpha, beta = gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
         adv, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                     LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                     LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
         scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
         scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 

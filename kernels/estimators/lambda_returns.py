@@ -39,14 +39,14 @@ def _lambda_returns_kernel(r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr
                            s_trunc_t, s_trunc_n, out_ptr, s_out_t, s_out_n, ws, flags, T, N, gamma_hi, gamma_lo,
                            lam_hi, lam_lo, HAS_TRUNC: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr,
                            BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr,
-                           LATEST_FIRST: tl.constexpr):
+                           LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     gamma = scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = scan.program_chunks(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n, n_ok = scan.envs(block, N, BLOCK_N)
     carry = scan.load_env(nv_ptr + scan.wide(T - 1) * s_nv_t, n, s_nv_n, n_ok, ACC)  # G_T
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         r = scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
         v_after = scan.load_tile(nv_ptr, t, n, s_nv_t, s_nv_n, mask, ACC)
@@ -56,7 +56,7 @@ def _lambda_returns_kernel(r_ptr, s_r_t, s_r_n, nv_ptr, s_nv_t, s_nv_n, term_ptr
             done = done | scan.load_flags(trunc_ptr, t, n, s_trunc_t, s_trunc_n, mask)
         alpha, beta = lambda_returns_pairs(r, v_after, terminated, done, mask, gamma, lam)
         g, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
         scan.store_tile(out_ptr, g, t, n, s_out_t, s_out_n, mask)
 
 

@@ -26,7 +26,7 @@ FAMILY = "forward"
 def _linear_scan_kernel(a_ptr, s_a_t, s_a_n, b_ptr, s_b_t, s_b_n, init_ptr, s_init, out_ptr, s_out_t, s_out_n, ws,
                         flags, T, N, REVERSE: tl.constexpr, HAS_INIT: tl.constexpr, ACC: tl.constexpr,
                         BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
-                        NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr):
+                        NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     block, first, end, num_chunks = scan.program_chunks(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
     n, n_ok = scan.envs(block, N, BLOCK_N)
     if HAS_INIT:
@@ -34,12 +34,12 @@ def _linear_scan_kernel(a_ptr, s_a_t, s_a_n, b_ptr, s_b_t, s_b_n, init_ptr, s_in
     else:
         carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, REVERSE, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, REVERSE, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         alpha = scan.load_tile(a_ptr, t, n, s_a_t, s_a_n, mask, ACC)
         beta = tl.where(mask, scan.load_tile(b_ptr, t, n, s_b_t, s_b_n, mask, ACC), 1.0)
         y, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, REVERSE,
-                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
         scan.store_tile(out_ptr, y, t, n, s_out_t, s_out_n, mask)
 
 

@@ -41,7 +41,7 @@ def _retrace_kernel(r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr, s_eq_t, s_
                     term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t, s_trunc_n, out_ptr, s_out_t, s_out_n, ws,
                     flags, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, c_bar_hi, c_bar_lo, HAS_TRUNC: tl.constexpr,
                     ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr,
-                    NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr):
+                    NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     gamma = scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = scan.scalar(lam_hi, lam_lo, ACC)
     c_bar = scan.scalar(c_bar_hi, c_bar_lo, ACC)
@@ -49,7 +49,7 @@ def _retrace_kernel(r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr, s_eq_t, s_
     n, n_ok = scan.envs(block, N, BLOCK_N)
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         not_last = scan.tile_mask(t + 1, T, n_ok)
         r = scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -63,7 +63,7 @@ def _retrace_kernel(r_ptr, s_r_t, s_r_n, q_ptr, s_q_t, s_q_n, eq_ptr, s_eq_t, s_
         alpha, beta = retrace_pairs(r, q, expected_next_q, rho_next, terminated, done, mask, not_last, gamma, lam,
                                     c_bar)
         d, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                   LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                   LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
         scan.store_tile(out_ptr, q + d, t, n, s_out_t, s_out_n, mask)
 
 

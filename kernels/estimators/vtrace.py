@@ -52,7 +52,7 @@ def _vtrace_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_l
                    pg_ptr, s_pg_t, s_pg_n, ws, flags, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, rho_bar_hi,
                    rho_bar_lo, c_bar_hi, c_bar_lo, pg_hi, pg_lo, HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr,
                    PG_IS_X: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                   LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr):
+                   LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     gamma = scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = scan.scalar(lam_hi, lam_lo, ACC)
     rho_bar = scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
@@ -64,7 +64,7 @@ def _vtrace_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_l
         bootstrap = scan.load_env(boot_ptr, n, s_boot, n_ok, ACC)
     carry = tl.zeros([BLOCK_N], ACC)
     for chunk in tl.range(first, end, num_stages=NUM_STAGES):
-        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST)
+        t = scan.chunk_times(chunk, num_chunks, BLOCK_T, True, LATEST_FIRST, RUN)
         mask = scan.tile_mask(t, T, n_ok)
         not_last = scan.tile_mask(t + 1, T, n_ok)
         r = scan.load_tile(r_ptr, t, n, s_r_t, s_r_n, mask, ACC)
@@ -82,11 +82,11 @@ def _vtrace_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_l
         alpha, beta = vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
         if PG_IS_X:
             x, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
-                                       LATEST_FIRST, LOOKBACK, NUM_STAGES)
+                                       LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
             pg_adv = x
         else:
             x, x_next, carry = scan.scan_chunk_with_next(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T,
-                                                         BLOCK_N, LATEST_FIRST, LOOKBACK)
+                                                         BLOCK_N, LATEST_FIRST, LOOKBACK, RUN)
             pg_adv = vtrace_pg_advantages(r, v, rho, v_next, v_after, x_next, terminated, done, not_last, gamma, lam,
                                           pg_rho_bar)
         scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)

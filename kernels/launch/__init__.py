@@ -99,6 +99,7 @@ def _launch_in(config: LaunchConfig, kernel, batch: Batch, tensors: tuple, coeff
     constexprs.update(ACC=tl.float64 if batch.compute_dtype == torch.float64 else tl.float32,
                       BLOCK_T=config.block_t, BLOCK_N=config.block_n,
                       LOOKBACK=lookback_window(config.block_n, n_blocks, num_chunks) if lookback else 0,
-                      NUM_STAGES=1 if lookback else config.num_stages, LATEST_FIRST=not time_contiguous)
+                      NUM_STAGES=1 if lookback else config.num_stages, LATEST_FIRST=not time_contiguous,
+                      RUN=config.run)
     fast_path.launch(kernel, programs, batch.device, (*tensors, ws, flags, T, N, *coefficients), constexprs,
                      config.num_warps, scratch)

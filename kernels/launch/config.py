@@ -21,7 +21,12 @@ class LaunchConfig:
     in flight while one is scanned). ``lookback=True``: a program owns one ``[block_t, block_n]`` tile
     and gets its carry-in from the earlier tiles by decoupled look-back (``kernels.scan.lookback``),
     so long sequences of few environments still fill the GPU; a problem of one chunk launches
-    without it. ``num_warps``: warps per program.
+    without it. ``num_warps``: warps per program. ``run``: consecutive time steps each thread holds
+    (at most ``block_t``): with ``run > 1`` a tile's rows are dealt to the threads along time in
+    turn, so each thread scans its run sequentially in registers, one map per run crosses threads,
+    and each run is finished with its incoming carry (``kernels.scan.scan_runs``); it pays where
+    Triton's layout gives each thread ``block_t / run`` rows of a ``[T, N]`` tile
+    (``kernels.launch.heuristic.thread_run``). 1: one associative scan of the tile.
     """
 
     block_t: int
@@ -29,6 +34,7 @@ class LaunchConfig:
     num_warps: int = 4
     lookback: bool = False
     num_stages: int = 1
+    run: int = 1
 
     def __post_init__(self):
         for name in ("block_t", "block_n"):
@@ -44,15 +50,21 @@ class LaunchConfig:
             raise ValueError(f"LaunchConfig.lookback must be a bool, got {self.lookback!r}")
         if isinstance(self.num_stages, bool) or not isinstance(self.num_stages, int) or not 1 <= self.num_stages <= 8:
             raise ValueError(f"LaunchConfig.num_stages must be an int from 1 to 8, got {self.num_stages!r}")
+        if (isinstance(self.run, bool) or not isinstance(self.run, int) or self.run < 1 or self.run & (self.run - 1)
+                or self.run > self.block_t):
+            raise ValueError(f"LaunchConfig.run must be a power of two from 1 to block_t ({self.block_t}), "
+                             f"got {self.run!r}")
 
     def as_dict(self) -> dict:
         return asdict(self)
 
     @property
     def label(self) -> str:
-        """``<block_t>x<block_n>w<warps>[+lookback][+<k>stages]`` (``from_label`` reads it back)."""
+        """``<block_t>x<block_n>w<warps>[+lookback][+<k>stages][+run<r>]`` (``scripts/bench_kernels.py``
+        reads it back)."""
         return (f"{self.block_t}x{self.block_n}w{self.num_warps}" + ("+lookback" if self.lookback else "")
-                + (f"+{self.num_stages}stages" if self.num_stages > 1 else ""))
+                + (f"+{self.num_stages}stages" if self.num_stages > 1 else "")
+                + (f"+run{self.run}" if self.run > 1 else ""))
 
 
 @lru_cache(maxsize=1024)

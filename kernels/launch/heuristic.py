@@ -7,7 +7,9 @@ the device, and where even then they would leave multiprocessors idle, tiles bec
 their own (look-back). Walks of several chunks are pipelined. Long time-contiguous rows of fewer
 environments than that (``row_config``) are walked whole, one environment per program on up to 16
 warps, or, where those programs would leave a quarter of the multiprocessors idle, cut into
-look-back tiles of one environment. A tuned table of the device
+look-back tiles of one environment. ``[T, N]`` tiles (environments contiguous) hold their steps
+in thread runs (``thread_run``), and where there are many look-back tiles per multiprocessor they
+grow longer, up to ``LONGEST_RUN_TILE`` times the tile. A tuned table of the device
 (``kernels.launch.tuned``) overrides this where a sweep measured something faster.
 """
 
@@ -27,6 +29,8 @@ LOOKBACK_FROM_CHUNKS = 4  # a column of fewer chunks is walked by one program ev
 LONGEST_ROW_TILE = 256  # steps of a time-contiguous tile of several environments
 LONGEST_ROW = 4096  # steps of a time-contiguous row one program holds whole
 PIPELINE_STAGES = 2
+MANY_TILES_PER_MULTIPROCESSOR = 8  # look-back tiles in thread runs grow longer above this many
+LONGEST_RUN_TILE = 4  # ... up to this many times the tile (16 steps of a 16-byte vector per thread)
 
 
 class DeviceInfo(NamedTuple):
@@ -77,7 +81,25 @@ def heuristic_config(T: int, N: int, time_contiguous: bool, itemsize: int, devic
         block_t = max(16, min(block_t, tile // block_n))
     num_warps = min(8, max(1, block_t * block_n // (32 * 16)))
     stages = 1 if lookback or num_chunks < 3 else PIPELINE_STAGES
-    return LaunchConfig(block_t, block_n, num_warps, lookback, stages)
+    if time_contiguous:
+        return LaunchConfig(block_t, block_n, num_warps, lookback, stages)
+    many_tiles = MANY_TILES_PER_MULTIPROCESSOR * device.multiprocessors
+    while (lookback and block_t * block_n < LONGEST_RUN_TILE * tile and block_t < t_pow
+           and triton.cdiv(T, block_t) * triton.cdiv(N, block_n) > many_tiles):
+        block_t *= 2
+    run = thread_run(block_t, block_n, num_warps, itemsize)
+    return LaunchConfig(block_t, block_n, num_warps, lookback, stages, run)
+
+
+def thread_run(block_t: int, block_n: int, num_warps: int, itemsize: int) -> int:
+    """``LaunchConfig.run`` of a ``[T, N]`` tile (environments contiguous): the steps each thread
+    holds in the blocked layout Triton gives it. A thread holds a 16-byte vector of environments (or
+    the tile's share of them); lanes lie along environments first, then along time, and so do
+    warps; the threads along time hold the rest of the rows in turn (``kernels.scan.run_position``)."""
+    per_thread = max(1, min(16 // itemsize, block_n, block_t * block_n // (32 * num_warps)))
+    lanes_n = min(32, block_n // per_thread)
+    warps_n = max(1, min(num_warps, block_n // (per_thread * lanes_n)))
+    return block_t // min(block_t, 32 // lanes_n * (num_warps // warps_n))
 
 
 def row_config(T: int, N: int, vector: int, tile: int, device: DeviceInfo) -> LaunchConfig:

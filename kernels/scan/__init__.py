@@ -12,16 +12,18 @@ and hands them to ``scan_chunk`` (``walk``), which applies the carry from the pr
 from the earlier tiles by decoupled look-back (``lookback``) when tiles are programs of their own.
 
 Every kernel takes ``(*series, ws, flags, T, N, *coefficient halves, *its own constexprs, ACC,
-BLOCK_T, BLOCK_N, LOOKBACK, NUM_STAGES, LATEST_FIRST)``; ``kernels.launch.launch`` fills the
+BLOCK_T, BLOCK_N, LOOKBACK, NUM_STAGES, LATEST_FIRST, RUN)``; ``kernels.launch.launch`` fills the
 trailing constexprs from a ``LaunchConfig``.
 """
 
 from kernels.scan.lookback import carry_in
 from kernels.scan.tiles import (affine_then, chunk_times, coefficient_kernel, edge_row, envs, fast_exp,
-                                in_runs_of_four, load_env, load_flags, load_tile, scalar, store_tile, tile_mask,
-                                tile_pointers, wide)
-from kernels.scan.walk import affine_then_with_previous, program_chunks, scan_chunk, scan_chunk_with_next
+                                in_runs_of_four, load_env, load_flags, load_tile, run_position, scalar, store_tile,
+                                tile_mask, tile_pointers, wide)
+from kernels.scan.walk import (affine_then_with_previous, program_chunks, scan_chunk, scan_chunk_with_next, scan_runs,
+                               scan_runs_with_previous)
 
 __all__ = ["affine_then", "affine_then_with_previous", "carry_in", "chunk_times", "coefficient_kernel", "edge_row",
            "envs", "fast_exp", "in_runs_of_four", "load_env", "load_flags", "load_tile", "program_chunks",
-           "scalar", "scan_chunk", "scan_chunk_with_next", "store_tile", "tile_mask", "tile_pointers", "wide"]
+           "run_position", "scalar", "scan_chunk", "scan_chunk_with_next", "scan_runs", "scan_runs_with_previous",
+           "store_tile", "tile_mask", "tile_pointers", "wide"]

@@ -58,17 +58,34 @@ def envs(block, N, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def chunk_times(chunk, num_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr):
-    """Time steps of the rows of the ``chunk``-th chunk in walking order (a reverse walk starts at the
-    end). Ascending, except in a reverse walk ``LATEST_FIRST``: descending, so the tile is scanned
-    first row to last (Triton lowers a reverse scan with lane-mirroring shuffles of every value)."""
+def run_position(BLOCK_T: tl.constexpr, RUN: tl.constexpr):
+    """Each tile row's position in its chunk: the row itself, or with thread runs (``RUN > 1``
+    consecutive steps per thread) row ``k * (BLOCK_T // RUN) + j`` at position ``j * RUN + k``.
+
+    A ``[T, N]`` tile's rows are dealt to the threads along time in turn (row i to thread
+    ``i % (BLOCK_T // RUN)``), so each of those threads holds ``RUN`` consecutive steps, which
+    ``scan_runs`` scans within the thread (``kernels.launch.heuristic.thread_run``)."""
     row = tl.arange(0, BLOCK_T)
+    if RUN > 1:
+        return (row % (BLOCK_T // RUN)) * RUN + row // (BLOCK_T // RUN)
+    return row
+
+
+@triton.jit
+def chunk_times(chunk, num_chunks, BLOCK_T: tl.constexpr, REVERSE: tl.constexpr, LATEST_FIRST: tl.constexpr,
+                RUN: tl.constexpr):
+    """Time steps of the rows of the ``chunk``-th chunk: the step at each row's ``run_position`` in
+    walking order (a reverse walk starts at the end). Ascending, except in a reverse walk
+    ``LATEST_FIRST``: descending, so the tile is scanned first row to last (Triton lowers a reverse
+    scan with lane-mirroring shuffles of every value). Row 0 and the last row stay the chunk's
+    first and last steps in scan order."""
+    position = run_position(BLOCK_T, RUN)
     if REVERSE:
         start = (num_chunks - 1 - chunk) * BLOCK_T
         if LATEST_FIRST:
-            return start + (BLOCK_T - 1 - row)
-        return start + row
-    return chunk * BLOCK_T + row
+            return start + (BLOCK_T - 1 - position)
+        return start + position
+    return chunk * BLOCK_T + position
 
 
 @triton.jit
