@@ -83,18 +83,21 @@ def test_every_launch_the_heuristic_picks_matches_the_reference(index):
 
 
 def thread_run_launches() -> list[tuple]:
-    """The sweep's launches in thread runs (``run > 1``: its ``THREAD_RUN_LAUNCHES``, clipped to the
+    """The sweep's launches in thread runs for each layout (``run > 1``: its ``THREAD_RUN_LAUNCHES``, clipped to the
     benchmark's shapes) and a few edges (one thread holding a tile's whole column, one-environment
     rows), each in both layouts, in float32 and bfloat16 in turn."""
-    picked = {LaunchConfig(16, 4, 1, False, 1, 16), LaunchConfig(64, 1, 1, True, 1, 4),
-              LaunchConfig(32, 2, 1, False, 3, 8)}
+    edges = {LaunchConfig(16, 4, 1, False, 1, 16), LaunchConfig(64, 1, 1, True, 1, 4),
+             LaunchConfig(32, 2, 1, False, 3, 8)}
+    picked = {(config, time_contiguous) for config in edges for time_contiguous in (False, True)}
     for N, T in ((16, 2**20), (128, 2048), (4096, 128), (8192, 4096), (32768, 8)):
         for itemsize in (4, 2):
-            first = autotune.candidates(N, T, False, itemsize, DEVICES[2])[:len(autotune.THREAD_RUN_LAUNCHES) + 1]
-            picked.update(config for config in first if config.run > 1)
+            for time_contiguous in (False, True):
+                first = autotune.candidates(N, T, time_contiguous, itemsize, DEVICES[2])
+                picked.update((config, time_contiguous) for config in first[:len(autotune.THREAD_RUN_LAUNCHES) + 1]
+                              if config.run > 1)
     dtypes = (torch.float32, torch.bfloat16)
-    return [(config, time_contiguous, dtypes[i % 2]) for i, config in enumerate(sorted(picked, key=str))
-            for time_contiguous in (False, True)]
+    return [(config, time_contiguous, dtypes[i % 2])
+            for i, (config, time_contiguous) in enumerate(sorted(picked, key=lambda x: (str(x[0]), x[1])))]
 
 
 THREAD_RUNS = thread_run_launches()
