@@ -53,6 +53,12 @@ def _check_tensor(name: str, tensor) -> torch.Tensor:
     return tensor
 
 
+def _check_float(name: str, tensor: torch.Tensor) -> None:
+    if tensor.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must be a floating-point tensor (float16, bfloat16, float32 or float64), "
+                        f"got {tensor.dtype}")
+
+
 class Batch:
     """The validated inputs of one estimator call.
 
@@ -87,12 +93,8 @@ class Batch:
             if tensor is None:
                 continue
             self._check_series(name, tensor)
-            dtype = tensor.dtype
-            if dtype not in FLOAT_DTYPES:
-                raise TypeError(
-                    f"{name} must be a floating-point tensor (float16, bfloat16, float32 or float64), got {dtype}"
-                )
-            any_float64 |= dtype == torch.float64
+            _check_float(name, tensor)
+            any_float64 |= tensor.dtype == torch.float64
         for name, tensor in flags.items():
             if tensor is not None:
                 self._check_series(name, tensor)
@@ -104,8 +106,7 @@ class Batch:
                 self._check_per_env(name, tensor)
 
     def _check_series(self, name: str, tensor) -> None:
-        if not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+        _check_tensor(name, tensor)
         first = self._first
         if first is None:
             self._adopt(name, tensor)
@@ -120,8 +121,7 @@ class Batch:
             raise ValueError(
                 f"{name} must be 1-D [T] or 2-D (time_dim={self.time_dim}), got shape {tuple(tensor.shape)}"
             )
-        if tensor.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"{name} must be a floating-point tensor, got {tensor.dtype}")
+        _check_float(name, tensor)  # the first series fixes the output dtype
         self._first = name
         self.shape = tensor.shape
         self.one_env = tensor.dim() == 1
@@ -144,8 +144,7 @@ class Batch:
             raise ValueError(f"{name} must have shape ({self.N},) (one value per environment), got {shape}")
         if tensor.device != self.device:
             raise ValueError(f"{name} is on {tensor.device} but the inputs are on {self.device}")
-        if tensor.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"{name} must be a floating-point tensor, got {tensor.dtype}")
+        _check_float(name, tensor)
 
     def strides(self, tensor: torch.Tensor) -> tuple[int, int]:
         """``(stride_t, stride_n)`` of a series tensor in the caller's layout (no view is made)."""

@@ -7,10 +7,6 @@ takes the PyTorch path.
 CUDA tensors run the Triton kernels. CPU tensors run the PyTorch path, except when
 ``TRITON_INTERPRET=1`` was set before import: then Triton's interpreter runs the same kernels on the
 CPU, which is how the tests exercise the real kernels on a machine with no GPU.
-
-A few problems take kernels written in Gluon, Triton's language with explicit layouts
-(``kernels._explicit_layout``): those run on a GPU only; the interpreter, which cannot run them,
-takes the Triton kernels for the same problems.
 """
 
 from __future__ import annotations
@@ -48,21 +44,6 @@ except ImportError:  # pragma: no cover - exercised only where Triton is absent
     tl = _InertLanguage()
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-try:  # Gluon: Triton's kernels with explicit layouts (experimental; compiled only, never interpreted)
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-
-    HAVE_GLUON = True
-except ImportError:  # pragma: no cover - exercised only where Triton lacks Gluon
-    HAVE_GLUON = False
-    gluon, gl = triton, tl
-
-
-def runs_gluon(device: torch.device) -> bool:
-    """True when tensors on ``device`` may be computed by Gluon kernels (an NVIDIA GPU, not the
-    interpreter: their layouts assume 32-lane warps)."""
-    return HAVE_GLUON and device.type == "cuda" and torch.version.hip is None and not INTERPRET
 
 
 def runs_triton(device: torch.device) -> bool:

@@ -17,6 +17,8 @@ GPU::
     python scripts/bench_kernels.py --quick --out docs/results/kernels_quick_grid.json   # the published grid
     python scripts/bench_kernels.py --estimators gae,vtrace --time-budget 540
     python scripts/bench_kernels.py --shapes 4096x128,512x8192 --impls triton,sequential
+    git worktree add /tmp/before 3bbb8bb      # an earlier checkout's kernels, timed in this process:
+    python scripts/bench_kernels.py --quick --impls triton --before-root /tmp/before   # speedup_vs_before
 
 CPU (CI, tiny grid)::
 
@@ -58,14 +60,17 @@ if str(ROOT) not in sys.path:
 
 import kernels  # noqa: E402
 from kernels import reference as R  # noqa: E402
-from kernels._launch import LaunchConfig, estimator_config, rows_are_aligned  # noqa: E402
 from kernels._triton import runs_triton, triton  # noqa: E402
+from kernels.estimators import MODULES  # noqa: E402
+from kernels.launch import LaunchConfig, choose_config  # noqa: E402
+from kernels.launch.heuristic import device_info  # noqa: E402
 from kernels.backends import get_backend  # noqa: E402
 from rltrain.machine import machine_info  # noqa: E402
 
 ESTIMATORS = tuple(kernels.ESTIMATORS)
-IMPLS = ("triton", "sequential", "compile", "loop")
-BASELINES = ("sequential", "compile", "loop")
+IMPLS = ("triton", "sequential", "compile", "loop")  # "before" too, with --before-root
+BASELINES = ("sequential", "compile", "loop", "before")
+BEFORE_MODULE = "kernels_before"  # the kernels of --before-root, imported under this name
 NT_ESTIMATORS = ("gae", "vtrace")  # layout "auto": [N, T] too, to compare with [N, T] libraries
 
 GRID_N = (16, 128, 512, 2048, 4096, 8192, 16384, 32768)
@@ -371,19 +376,53 @@ def copy_bandwidth(device, nbytes: int, warmup_ms: float, rep_ms: float) -> floa
 # the run
 # --------------------------------------------------------------------------- #
 def impl_fn(impl: str, est: str):
+    if impl == "before":
+        return getattr(sys.modules[BEFORE_MODULE], est)
     return getattr(get_backend(impl), est)
 
 
-def default_config(est, N, T, layout, dtype):
-    """The block shape ``kernels.<est>`` chooses for this cell (``estimator_config``; the inputs are
-    contiguous, so a tile's rows lie N apart for ``[T, N]`` and T apart for ``[N, T]``)."""
-    return estimator_config(est, T, N, layout == "nt" and N > 1, dtype.itemsize,
-                            aligned_rows=rows_are_aligned(T if layout == "nt" else N))
+def import_before(root: Path):
+    """The ``kernels`` package of another checkout (``--before-root``, e.g. a git worktree of an
+    earlier commit) imported in this process as ``kernels_before``, beside this checkout's.
+
+    Its modules import each other as ``kernels.*``, so while it loads, this checkout's ``kernels``
+    modules step out of ``sys.modules`` and ``root`` leads ``sys.path``; afterwards every module it
+    loaded is renamed ``kernels_before.*`` and this checkout's come back. Those whose names no module
+    of this checkout has also keep their own names, so that its lazy imports still find them."""
+    root = Path(root).resolve()
+    if not (root / "kernels" / "__init__.py").is_file():
+        raise SystemExit(f"--before-root: no kernels package under {root}")
+    ours = {name: sys.modules.pop(name) for name in list(sys.modules) if name == "kernels" or name.startswith("kernels.")}
+    sys.path.insert(0, str(root))
+    try:
+        import kernels as before  # noqa: F401 - the other checkout's, under this checkout's name while it loads
+    finally:
+        sys.path.remove(str(root))
+        loaded = {name: sys.modules.pop(name) for name in list(sys.modules)
+                  if name == "kernels" or name.startswith("kernels.")}
+        for name, module in loaded.items():
+            sys.modules[BEFORE_MODULE + name[len("kernels"):]] = module
+            if not _in_this_checkout(name):
+                sys.modules[name] = module
+        sys.modules.update(ours)
+    return sys.modules[BEFORE_MODULE]
+
+
+def _in_this_checkout(name: str) -> bool:
+    """Whether module ``kernels.<...>`` is one of this checkout's (loaded or not)."""
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def default_config(est, N, T, layout, dtype, device="cuda"):
+    """The launch ``kernels.<est>`` chooses for this cell (``kernels.launch.choose_config``; the inputs
+    are contiguous, so time is the stride-1 axis in ``[N, T]`` storage and for one environment)."""
+    return choose_config(MODULES[est].FAMILY, T, N, layout == "nt" or N == 1, dtype, device_info(torch.device(device)))
 
 
 def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     if impl == "triton":
-        c = default_config(est, N, T, layout, dtype)
+        c = default_config(est, N, T, layout, dtype, device)
     elif impl == "sequential":
         from kernels.baselines.sequential import _num_sms, sequential_config
 
@@ -393,32 +432,21 @@ def launch_config(impl, est, N, T, layout, dtype, device) -> str:
     return config_label(c)
 
 
-LABEL_FORM = ("<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+latest][+runs][+explicit][+<k>persistent]"
-              "[+envs4][+async]")
+LABEL_FORM = "<block_t>x<block_n>w<warps>[+lookback][+<stages>stages][+run<run>]"
 
 
 def config_label(c: LaunchConfig) -> str:
-    """A block shape as ``LABEL_FORM`` (``parse_config_label`` reads it back)."""
-    return (f"{c.block_t}x{c.block_n}w{c.num_warps}" + ("+lookback" if c.lookback else "")
-            + (f"+{c.num_stages}stages" if c.num_stages > 1 else "") + ("+latest" if c.latest_first else "")
-            + ("+runs" if c.thread_runs else "")
-            + ("+explicit" if getattr(c, "explicit_layout", False) else "")  # not in older kernels' configs
-            + (f"+{c.persistent}persistent" if getattr(c, "persistent", 0) else "")
-            + ("+envs4" if getattr(c, "env_runs_of_four", False) else "")
-            + ("+async" if getattr(c, "async_walk", False) else ""))
+    """A launch as ``LABEL_FORM`` (``parse_config_label`` reads it back)."""
+    return c.label
 
 
 def parse_config_label(label: str) -> LaunchConfig:
     """The :class:`LaunchConfig` that ``config_label`` wrote as ``label``, e.g. ``16x64w1+lookback``."""
-    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(\+latest)?(\+runs)?(\+explicit)?"
-                         r"(?:\+(\d+)persistent)?(\+envs4)?(\+async)?", label.strip())
+    match = re.fullmatch(r"(\d+)x(\d+)w(\d+)(\+lookback)?(?:\+(\d+)stages)?(?:\+run(\d+))?", label.strip())
     if match is None:
         raise ValueError(f"config label {label!r} is not {LABEL_FORM}")
-    block_t, block_n, warps, lookback, stages, latest, runs, explicit, persistent, envs4, async_walk = match.groups()
-    return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1),
-                        latest is not None, runs is not None, explicit is not None, int(persistent or 0),
-                        **({"env_runs_of_four": True} if envs4 else {}),  # older kernels' configs lack them
-                        **({"async_walk": True} if async_walk else {}))
+    block_t, block_n, warps, lookback, stages, run = match.groups()
+    return LaunchConfig(int(block_t), int(block_n), int(warps), lookback is not None, int(stages or 1), int(run or 1))
 
 
 def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]:
@@ -447,6 +475,9 @@ def run_cell(est, N, T, layout, dtype_name, impls, opts, copy_gbs) -> list[dict]
             continue
         if impl == "triton" and not runs_triton(torch.device(device)):
             row["note"] = "CPU without TRITON_INTERPRET: the public API's PyTorch path (float64 reference)"
+        if impl == "before" and BEFORE_MODULE not in sys.modules:
+            row.update(status="skipped", note="before: no --before-root")
+            continue
         if impl == "sequential" and not runs_triton(torch.device(device)):
             row.update(status="skipped", note="sequential needs CUDA or TRITON_INTERPRET=1")
             continue
@@ -625,14 +656,15 @@ def summary(meta: dict, rows: list[dict], max_lines: int = 90) -> str:
     head = (f"{meta.get('device_name')} torch {meta.get('torch')} triton {meta.get('triton')} "
             f"copy {meta.get('copy_gbs') or 0:.0f} GB/s")
     out = [head, f"{'estimator':<19} {'NxT':>12} {'lay':>3} {'triton':>8} {'seq':>8} {'compile':>8} {'loop':>8} "
-                 f"{'x seq':>6} {'x comp':>6} {'x loop':>6} {'%copy':>5} {'host':>5} {'capt':>5}"]
+                 f"{'before':>8} {'x seq':>6} {'x comp':>6} {'x loop':>6} {'x bef':>6} {'%copy':>5} {'host':>5} "
+                 f"{'capt':>5}"]
     if len(cells) <= max_lines:
         for (est, dt, layout, N, T), impls in cells.items():
             tr = impls.get("triton", {})
             frac = tr.get("frac_of_copy")
             out.append(
                 f"{est[:19]:<19} {f'{N}x{T}':>12} {layout:>3} "
-                + " ".join(f"{_fmt_us(impls.get(i)):>8}" for i in IMPLS) + " "
+                + " ".join(f"{_fmt_us(impls.get(i)):>8}" for i in IMPLS + ("before",)) + " "
                 + " ".join(f"{_fmt_x(tr.get(f'speedup_vs_{b}')):>6}" for b in BASELINES)
                 + f" {_fmt(frac, '{:.0%}'):>5} {_fmt(tr.get('host_us'), '{:.0f}'):>5}"
                 + f" {_fmt(tr.get('captured_us'), '{:.0f}'):>5}")
@@ -644,7 +676,7 @@ def summary(meta: dict, rows: list[dict], max_lines: int = 90) -> str:
             gm = []
             for b in BASELINES:
                 v = [t[f"speedup_vs_{b}"] for t in trs if t.get(f"speedup_vs_{b}")]
-                gm.append(f"{math.exp(sum(map(math.log, v)) / len(v)):.1f}x ({len(v)})" if v else "-")
+                gm.append(f"{math.exp(sum(map(math.log, v)) / len(v)):.2f}x ({len(v)})" if v else "-")
             fr = [t["frac_of_copy"] for t in trs if t.get("frac_of_copy")]
             out.append(f"{est[:19]:<19} {len(trs):>5} " + " ".join(f"{g:>14}" for g in gm)
                        + f" {_fmt(statistics.median(fr) if fr else None, '{:.0%}'):>9}")
@@ -726,14 +758,20 @@ def parse_args(argv=None):
     p.add_argument("--no-plots", dest="plots", action="store_false",
                    help="skip the PNGs (make them later: python scripts/plot_bench.py OUT.json)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--before-root", default=None,
+                   help="another checkout (e.g. a git worktree of an earlier commit) whose kernels run as impl "
+                        "'before' in this process; adds 'before' to --impls")
     p.add_argument("--quiet", dest="verbose", action="store_false")
     opts = p.parse_args(argv)
     if Path(opts.out).suffix != ".json":
         p.error(f"--out must name a .json file, got {opts.out!r}")
     opts.estimators = [e for e in opts.estimators.split(",") if e]
-    opts.impls = [i for i in opts.impls.split(",") if i]
+    opts.impls = [i for i in opts.impls.split(",") if i and (i != "before" or opts.before_root)]
+    if opts.before_root:
+        import_before(Path(opts.before_root))
+        opts.impls += [] if "before" in opts.impls else ["before"]
     opts.dtypes = [d for d in opts.dtype.split(",") if d]
-    for name, vals, allowed in (("estimator", opts.estimators, ESTIMATORS), ("impl", opts.impls, IMPLS),
+    for name, vals, allowed in (("estimator", opts.estimators, ESTIMATORS), ("impl", opts.impls, IMPLS + ("before",)),
                                 ("dtype", opts.dtypes, tuple(DTYPES))):
         bad = [v for v in vals if v not in allowed]
         if bad:

@@ -2,6 +2,7 @@
 
     python scripts/results_tables.py kernels docs/results/kernels_quick_grid.json           # every cell
     python scripts/results_tables.py kernels docs/results/kernels_quick_grid.json --cells readme
+    python scripts/results_tables.py kernels docs/results/kernels_vs_before.json --cells before
     python scripts/results_tables.py rl-triton docs/results/kernels_vs_rl_triton.json
     python scripts/results_tables.py trainer docs/results/trainer_throughput.json
     python scripts/results_tables.py scaling docs/results/multi_gpu_scaling.json
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -84,6 +86,8 @@ def kernels_table(path: Path, cells: str = "all") -> str:
         keys = [k for c in README_KERNEL_CELLS for k in keys if k[:4] == c and k[4] == "f32"]
     elif cells == "core":  # the estimators the trainers call; the results file holds the others
         keys = [k for k in keys if k[0] in CORE_ESTIMATORS]
+    if cells == "before":
+        return "\n".join([machine(data["meta"]), "", *vs_before_matrix(by_cell)])
     lines = [machine(data["meta"]), ""]
     if cells == "readme":
         lines += ["| estimator | N x T | fused device | fused full call | fused captured call | sequential | "
@@ -107,6 +111,30 @@ def kernels_table(path: Path, cells: str = "all") -> str:
                        us(fused.get("captured_us")), "-" if frac is None else f"{frac:.0%}"]
             lines.append(f"| {NAMES[est]} | {N} x {T} | {LAYOUTS[layout]} | {dtype} | " + " | ".join(figures + base) + " |")
     return "\n".join(lines)
+
+
+def vs_before_matrix(by_cell: dict) -> list[str]:
+    """Speedup over the ``before`` checkout's kernels (``bench_kernels.py --before-root``): its ``do_bench``
+    median of the call / the fused one's, one row per shape, one column per estimator, dtype and layout;
+    under it their geometric mean and the cells below 0.95x."""
+    columns = [(e, d, lay) for e in CORE_ESTIMATORS for d in ("f32", "bf16") for lay in ("tn", "nt")]
+    shapes = list(dict.fromkeys((k[1], k[2]) for k in by_cell))
+    ratios = {}
+    for key, impls in by_cell.items():
+        fused, before = impls.get("triton", {}), impls.get("before", {})
+        if fused.get("status") == "ok" and before.get("status") == "ok":
+            ratios[key] = before["device_us"] / fused["device_us"]
+    lines = ["| N x T | " + " | ".join(f"{NAMES[e]} {d} {LAYOUTS[lay]}" for e, d, lay in columns) + " |",
+             "| --- |" + " ---: |" * len(columns)]
+    for N, T in shapes:
+        cells = [ratios.get((e, N, T, lay, d)) for e, d, lay in columns]
+        lines.append(f"| {N} x {T} | " + " | ".join("-" if r is None else f"{r:.2f}" for r in cells) + " |")
+    if ratios:
+        mean = math.exp(sum(map(math.log, ratios.values())) / len(ratios))
+        low = sum(r < 0.95 for r in ratios.values())
+        lines += ["", f"Geometric mean {mean:.3f}x over {len(ratios)} cells; {low} below 0.95x; "
+                      f"slowest {min(ratios.values()):.2f}x, fastest {max(ratios.values()):.2f}x."]
+    return lines
 
 
 def rl_triton_table(path: Path, cells: str = "all") -> str:
@@ -179,8 +207,9 @@ def table_parser() -> argparse.ArgumentParser:
     for name in TABLES:
         t = sub.add_parser(name, help=f"the {name} table of a results file")
         t.add_argument("path", help="results file (.json), relative to the repository root or absolute")
-        t.add_argument("--cells", choices=["all", "core", "readme"], default="all",
-                       help="every cell; core: GAE, V-trace and Retrace; readme: the README's few")
+        t.add_argument("--cells", choices=["all", "core", "readme", "before"], default="all",
+                       help="every cell; core: GAE, V-trace and Retrace; readme: the README's few; "
+                            "before: kernels' speedup over a --before-root checkout")
     for name, what in (("update", "rewrite the generated tables in place"), ("check", "exit 1 where a table differs")):
         t = sub.add_parser(name, help=what)
         t.add_argument("docs", nargs="+", help="Markdown files with generated tables")

@@ -1,35 +1,31 @@
-"""Sweep the fused kernels' block shapes on the GPU and report the fastest per shape (JSON lines).
+"""Sweep the fused kernels' launches on this GPU and write its tuned table (kernels/launch/tuned/<device>.json).
 
-    python scripts/tune_kernels.py --shapes 8192x4096,512x8192 --estimators gae,vtrace,retrace \\
-        --layouts tn,nt --jobs 12 --out tune.jsonl
+    python scripts/tune_kernels.py                                   # the default sweep, ~10 min on an H100
+    python scripts/tune_kernels.py --families gae,vtrace --dtypes float32 --merge
+    python scripts/tune_kernels.py --quick --out /tmp/tuned.json      # a tiny sweep under TRITON_INTERPRET=1 (CI)
 
-Candidates depend on the layout: with environments contiguous (``tn``) wide tiles over
-environments and time chunks of 2-1024 steps, each in Triton's layout and in thread runs
-(``LaunchConfig.thread_runs``), their steps latest first for kernels with reverse walks (as the
-kernels' own ``[T, N]`` tiles); with time contiguous (``nt``) long time chunks over few
-environments; each with and without look-back and 1-8 warps, keeping 4-64 elements per thread, and
-the walks without look-back at each pipeline depth of ``--stages`` (``LaunchConfig.num_stages``).
-Every candidate is compiled first by ``--jobs`` worker processes in parallel (they fill Triton's
-on-disk cache), then, in this process alone, checked against the float64 reference (first 64
-environments, the benchmark's check) and timed with the benchmark's ``do_bench`` median. Inputs,
-reference, error and timing are ``scripts/bench_kernels.py``'s, so a tuned figure is comparable with
-the benchmark's. The winners feed ``kernels/_launch.py:choose_config``.
-
-``--configs`` times a given list of block shapes instead (labels as the benchmark prints them,
-``16x64w1+lookback``, ``32x16w2+3stages``), and ``--top 0`` records every timing, not only the
-fastest eight: to compare a few candidate rules on many cells.
+For every key of the table (estimator family, layout, dtype, shape bucket: ``kernels.launch.tuned``)
+the family's representative estimator is run on one shape of the bucket with each candidate launch
+(``kernels.launch.autotune.candidates``: the heuristic's own launch, ``[T, N]`` tiles in thread runs
+first, then tiles around the contiguous axis, with and without look-back, pipelined walks). Each candidate is first checked against the float64 reference (the
+benchmark's check: ``scripts/bench_kernels.py``), then timed with the benchmark's ``do_bench``
+median; a wrong or failing candidate is never timed. The fastest per key is written with its time
+and the heuristic's, beside the device name, the versions and the date. ``--merge`` keeps the
+entries of an existing table that this sweep does not measure, and times the launch it holds for
+each key it does beside the candidates. Shapes are swept one after another (``DEFAULT_SHAPES``
+order), so a ``--time-budget`` cut drops the last.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import itertools
 import json
-import multiprocessing
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -37,164 +33,117 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_kernels as B  # noqa: E402
 
 import kernels  # noqa: E402
-from kernels import LaunchConfig  # noqa: E402
-from kernels._launch import in_step_order, kernel_traits  # noqa: E402
-from kernels._triton import triton  # noqa: E402
+from kernels._triton import INTERPRET, triton  # noqa: E402
+from kernels.launch import LaunchConfig, tuned  # noqa: E402
+from kernels.launch.autotune import candidates  # noqa: E402
+from kernels.launch.heuristic import DeviceInfo, device_info  # noqa: E402
 
-DEFAULT_SHAPES = "8192x4096,512x8192,2048x2048,16x1048576"
-THREADS_PER_WARP = 32
-
-
-def candidates(N: int, T: int, layout: str, sms: int = 132, stages: tuple = (1,),
-               lookback: bool = True) -> list[LaunchConfig]:
-    """Block shapes worth timing for one problem (see the module docstring); a walk over several
-    chunks without look-back is tried with each pipeline depth in ``stages``, and only with at
-    least two programs per multiprocessor (``sms``), or half as many when pipelined. ``[T, N]``
-    (``tn``) tiles come in Triton's layout and in thread runs. ``lookback=False`` leaves the
-    look-back tiles out."""
-    if layout == "tn":
-        block_ts, block_ns = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), (8, 16, 32, 64, 128, 256, 512, 1024)
-    else:
-        block_ts, block_ns = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), (1, 2, 4, 8, 16, 32, 64, 128)
-    t_max, n_max = triton.next_power_of_2(T), triton.next_power_of_2(N)
-    out = []
-    for bt, bn, warps, tile_lookback in itertools.product(block_ts, block_ns, (1, 2, 4, 8), (False, True)):
-        per_thread = bt * bn / (warps * THREADS_PER_WARP)
-        # up to 64 per thread when every thread sits on its own environments (time stays in registers)
-        most = 64 if layout == "tn" and bn >= 4 * THREADS_PER_WARP * warps else 32
-        if bt > t_max or bn > max(16, n_max) or not 4 <= per_thread <= most:
-            continue
-        if tile_lookback and (bt >= T or not lookback):
-            continue
-        if tile_lookback or bt >= T:
-            shapes = [LaunchConfig(bt, bn, warps, tile_lookback)]
-        else:
-            programs = triton.cdiv(N, bn)
-            shapes = [LaunchConfig(bt, bn, warps, False, s) for s in stages
-                      if programs >= (sms // 2 if s > 1 else 2 * sms)]
-        out += shapes + ([replace(c, thread_runs=True) for c in shapes] if layout == "tn" else [])
-    return out
+# The estimator that stands for each family in the sweep.
+REPRESENTATIVES = {"gae": "gae", "vtrace": "vtrace", "retrace": "retrace", "returns": "lambda_returns",
+                   "forward": "eligibility_traces"}
+# N x T, swept shape by shape in this order, so that a time budget cuts the last: first the shapes
+# whose launches matter most (one column of a long sequence, the trainers' 4096 x 128, the largest
+# problem, the long sequences of few environments), then the rest of the benchmark's quick grid.
+FIRST_SHAPES = ((16, 1048576), (4096, 128), (8192, 4096), (128, 4096), (128, 2048), (128, 8192), (256, 4096),
+                (32768, 8))
+DEFAULT_SHAPES = tuple(dict.fromkeys(FIRST_SHAPES + tuple(B.QUICK_SHAPES) + ((256, 2048), (256, 8192))))
+QUICK_SHAPES = ((12, 40),)
 
 
-def in_kernel_order(est: str, layout: str, configs: list[LaunchConfig]) -> list[LaunchConfig]:
-    """``[T, N]`` candidates of kernels with reverse walks hold their steps latest first, as the
-    kernels' own block shapes do (``_launch.in_step_order``)."""
-    latest_first = kernel_traits(est)["latest_first"]
-    return [in_step_order(c, layout == "nt", latest_first) for c in configs]
-
-
-def _inputs(est, N, T, layout, dtype):
-    return B.make_inputs(est, N, T, layout, B.DTYPES[dtype], "cuda", seed=0)
-
-
-def _compile_worker(tasks):
-    """Call every ``(est, N, T, layout, dtype, config)`` once so that its kernel is compiled and cached."""
-    failures = []
-    inputs = {}
-    for est, N, T, layout, dtype, config in tasks:
-        cell = (est, N, T, layout, dtype)
-        if cell not in inputs:
-            inputs.clear()
-            torch.cuda.empty_cache()
-            inputs[cell] = _inputs(*cell)
-        args, kwargs = inputs[cell]
-        try:
-            getattr(kernels, est)(*args, **kwargs, config=config)
-            torch.cuda.synchronize()
-        except Exception as exc:  # noqa: BLE001 - reported, and the candidate is skipped later
-            failures.append((cell, vars(config), repr(exc)[:200]))
-    return failures
-
-
-def precompile(cells, jobs: int) -> list:
-    tasks = [(*cell, config) for cell, configs in cells for config in configs]
-    chunks = [tasks[i::jobs] for i in range(jobs)]
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        return [f for part in pool.map(_compile_worker, chunks) for f in part]
-
-
-def tune_cell(cell, configs, copy_gbs: float, opts) -> dict:
-    est, N, T, layout, dtype = cell
-    args, kwargs = _inputs(*cell)
-    refs, k, ref_kind = B.reference_outputs(est, args, kwargs, layout, 64, opts.ref_max_t, "cuda")
+def sweep_key(est: str, N: int, T: int, layout: str, dtype_name: str, opts, device: DeviceInfo,
+              held: Optional[LaunchConfig] = None) -> dict:
+    """The fastest correct candidate of one cell, with its time and the heuristic's; ``held``, the
+    launch the table being merged into holds for the cell, is timed beside them, so a new sweep
+    never replaces it with a slower one."""
+    dtype = B.DTYPES[dtype_name]
+    time_contiguous = layout == "nt" or N == 1
+    configs = candidates(N, T, time_contiguous, dtype.itemsize, device)[: opts.max_candidates]
+    configs = list(dict.fromkeys(configs + ([held] if held else [])))
+    heuristic = configs[0]
     fn = getattr(kernels, est)
-    nbytes = B.cell_bytes(est, N, T, B.DTYPES[dtype])
-    results = []
-    for config in [None, *configs]:
-        label = "default" if config is None else vars(config)
-        try:
-            out = fn(*args, **kwargs, config=config)
-            torch.cuda.synchronize()
-            err = B.rel_err(out, refs, k, layout)
-            del out
-            if not err <= B.TOL[dtype]:
-                results.append(dict(config=label, status=f"WRONG {err:.1e}"))
-                continue
-            us = B.time_us(lambda: fn(*args, **kwargs, config=config), "cuda", opts.warmup_ms, opts.rep_ms)
-            results.append(dict(config=label, us=us, frac_of_copy=nbytes / (us * 1e-6) / 1e9 / copy_gbs))
-        except Exception as exc:  # noqa: BLE001 - one failing candidate must not end the sweep
-            results.append(dict(config=label, status=repr(exc)[:200]))
-    timed = sorted((r for r in results if "us" in r and r["config"] != "default"), key=lambda r: r["us"])
-    default = next(r for r in results if r["config"] == "default")
-    chosen = B.default_config(est, N, T, layout, B.DTYPES[dtype])
-    return dict(estimator=est, N=N, T=T, layout=layout, dtype=dtype, bytes=nbytes, ref_kind=ref_kind,
-                default=vars(chosen), default_us=default.get("us"), best=timed[0] if timed else None,
-                top=timed[:opts.top] if opts.top else timed, failed=[r for r in results if "status" in r][:8],
-                candidates=len(configs))
+
+    def calling(config):
+        return lambda args, kw: fn(*args, **kw, config=config)
+
+    calls = {c.label: calling(c) for c in configs}
+    times = B.checked_times(calls, est, N, T, layout, dtype_name, 1, opts.warmup_ms, opts.rep_ms, device=opts.device,
+                            check_envs=opts.check_envs)
+    timed = {label: t[0] for label, t in times.items() if isinstance(t[0], float)}
+    if not timed:
+        raise RuntimeError(f"{est} {N}x{T} {layout} {dtype_name}: no candidate gave the reference's answer: {times}")
+    best = min(timed, key=timed.get)
+    config = next(c for c in configs if c.label == best)
+    return {"config": config.as_dict(), "us": round(timed[best], 3),
+            "heuristic_us": round(timed[heuristic.label], 3) if heuristic.label in timed else None,
+            "shape": f"{N}x{T}", "candidates": len(configs)}
+
+
+def run(opts) -> dict:
+    device = device_info(torch.device(opts.device))
+    out = Path(opts.out or tuned.TABLES / f"{tuned.device_slug(device.name)}.json")
+    table = {"device": device.name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+             "torch": torch.__version__, "triton": getattr(triton, "__version__", "none"),
+             "cuda": torch.version.cuda, "interpret": INTERPRET, "argv": sys.argv[1:], "entries": {}}
+    if opts.merge and out.is_file():
+        table["entries"] = json.loads(out.read_text())["entries"]
+    started = time.perf_counter()
+    cells = list(itertools.product(opts.shapes, opts.layouts, opts.families, opts.dtypes))  # shape by shape
+    for i, ((N, T), layout, family, dtype_name) in enumerate(cells):
+        if opts.time_budget and time.perf_counter() - started > opts.time_budget:
+            print(f"time budget: {len(cells) - i} cells not swept", flush=True)
+            break
+        key = tuned.key(family, layout == "nt" or N == 1, str(B.DTYPES[dtype_name]).removeprefix("torch."), T, N)
+        held = table["entries"].get(key)
+        entry = sweep_key(REPRESENTATIVES[family], N, T, layout, dtype_name, opts, device,
+                          LaunchConfig(**held["config"]) if held else None)
+        table["entries"][key] = entry
+        print(f"[{time.perf_counter() - started:6.0f}s] {key}: {LaunchConfig(**entry['config']).label} "
+              f"{entry['us']} us (heuristic {entry['heuristic_us']} us)", flush=True)
+    tuned.check_table(table, str(out))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(table, indent=1, sort_keys=False) + "\n")
+    print(f"{len(table['entries'])} entries in {out}", flush=True)
+    return table
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shapes", default=DEFAULT_SHAPES, help="comma-separated NxT")
-    p.add_argument("--estimators", default="gae,vtrace,retrace")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--families", default=None, help=f"default: {','.join(tuned.FAMILIES)} (--quick: gae)")
     p.add_argument("--layouts", default="tn,nt")
-    p.add_argument("--dtype", default="f32", choices=sorted(B.DTYPES))
-    p.add_argument("--stages", default="1,2,3,4",
-                   help="pipeline depths tried for walks without look-back (4: experiment log, \"Deep walks\")")
-    p.add_argument("--no-lookback", action="store_true", help="leave the look-back tiles out")
-    p.add_argument("--configs", default=None,
-                   help="comma-separated block shapes to time instead of the generated candidates, "
-                        "e.g. 16x64w1+lookback,32x16w2+3stages")
-    p.add_argument("--top", type=int, default=8, help="ranked timings recorded per cell (0: all)")
-    p.add_argument("--jobs", type=int, default=8, help="parallel compile processes")
-    p.add_argument("--budget", type=float, default=300.0, help="seconds; no new cell starts after it")
+    p.add_argument("--dtypes", default=None, help="f32, bf16 or f32,bf16 (the default; --quick: f32)")
+    p.add_argument("--shapes", default="", help="NxT,... swept in this order (default: DEFAULT_SHAPES)")
+    p.add_argument("--out", default=None, help="table file (default: kernels/launch/tuned/<device slug>.json)")
+    p.add_argument("--merge", action="store_true", help="keep the existing table's entries this sweep does not measure")
+    p.add_argument("--quick", action="store_true", help="a tiny sweep (the interpreter in CI)")
+    p.add_argument("--max-candidates", type=int, default=40)
     p.add_argument("--warmup-ms", type=float, default=5.0)
     p.add_argument("--rep-ms", type=float, default=20.0)
-    p.add_argument("--ref-max-t", type=int, default=16384)
-    p.add_argument("--out", default="tune.jsonl")
-    return p.parse_args(argv)
+    p.add_argument("--check-envs", type=int, default=64)
+    p.add_argument("--time-budget", type=float, default=None, help="seconds; no new cell starts after it")
+    opts = p.parse_args(argv)
+    opts.families = opts.families or ("gae" if opts.quick else ",".join(tuned.FAMILIES))
+    opts.dtypes = opts.dtypes or ("f32" if opts.quick else "f32,bf16")
+    opts.families = [f for f in opts.families.split(",") if f]
+    opts.layouts = [x for x in opts.layouts.split(",") if x]
+    opts.dtypes = [d for d in opts.dtypes.split(",") if d]
+    for name, values, allowed in (("family", opts.families, tuned.FAMILIES), ("layout", opts.layouts, tuned.LAYOUTS),
+                                  ("dtype", opts.dtypes, tuple(B.DTYPES))):
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            p.error(f"unknown {name} {bad}; choose from {allowed}")
+    opts.shapes = ([tuple(int(v) for v in s.lower().split("x")) for s in opts.shapes.split(",")] if opts.shapes
+                   else list(QUICK_SHAPES if opts.quick else DEFAULT_SHAPES))
+    if opts.quick:
+        opts.max_candidates = min(opts.max_candidates, 3)
+        opts.warmup_ms, opts.rep_ms = 0.0, 1.0
+    opts.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if opts.device == "cpu" and not INTERPRET:
+        p.error("no GPU: the sweep runs the Triton kernels, on CUDA or under TRITON_INTERPRET=1 (--quick)")
+    return opts
 
 
-def main(argv=None):
-    opts = parse_args(argv)
-    start = time.time()
-    shapes = [tuple(int(x) for x in s.split("x")) for s in opts.shapes.split(",")]
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    stages = tuple(int(s) for s in opts.stages.split(","))
-    given = [B.parse_config_label(label) for label in opts.configs.split(",")] if opts.configs else None
-    cells = [((est, N, T, layout, opts.dtype),
-              given or in_kernel_order(est, layout, candidates(N, T, layout, sms, stages, not opts.no_lookback)))
-             for N, T in shapes for layout in opts.layouts.split(",") for est in opts.estimators.split(",")]
-    failures = precompile(cells, opts.jobs)
-    print(f"compiled {sum(len(c) for _, c in cells)} candidates in {time.time() - start:.0f} s, "
-          f"{len(failures)} failed", flush=True)
-    copy_gbs = B.copy_bandwidth("cuda", 2 * 2**30, opts.warmup_ms, opts.rep_ms)
-    print(f"copy bandwidth {copy_gbs:.0f} GB/s", flush=True)
-    with open(opts.out, "w") as f:
-        f.write(json.dumps(dict(copy_gbs=copy_gbs, device=torch.cuda.get_device_name(), torch=torch.__version__,
-                                triton=triton.__version__, compile_failures=failures[:20])) + "\n")
-        for cell, configs in cells:
-            if time.time() - start > opts.budget:
-                print("budget exhausted", flush=True)
-                break
-            rec = tune_cell(cell, configs, copy_gbs, opts)
-            f.write(json.dumps(rec) + "\n")
-            f.flush()
-            best = rec["best"] or {}
-            print(f"{cell[3]} {cell[1]:6d}x{cell[2]:<8d} {cell[0]:9s} default {rec['default_us'] or float('nan'):8.1f} us"
-                  f" best {best.get('us', float('nan')):8.1f} us ({best.get('frac_of_copy', 0):4.0%} of copy)"
-                  f" {best.get('config')}", flush=True)
-            torch.cuda.empty_cache()
+def main(argv=None) -> dict:
+    return run(parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -37,22 +37,6 @@ import pytest  # noqa: E402
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def built_for_sm90(jobs: list) -> list:
-    """``sm90_build.py``'s builds of ``jobs`` (``[estimator, LaunchConfig fields, options]``), run in a
-    process of its own without ``TRITON_INTERPRET`` (the interpreter replaces the functions the
-    compiler needs): ``[estimator, fields, options, build]`` for each."""
-    import json
-    import subprocess
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    here = os.path.dirname(os.path.abspath(__file__))
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(here), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, os.path.join(here, "sm90_build.py"), json.dumps(jobs)],
-                          capture_output=True, text=True, env=env, timeout=1200)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
-
-
 def load_script(name: str):
     """``scripts/<name>.py`` as the module ``<name>_script``, executed once per test run and kept in
     ``sys.modules`` (where dataclasses and tyro look it up)."""
@@ -129,19 +113,6 @@ def fp32_cuda():
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     yield
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
-
-
-@pytest.fixture
-def compiled_block_shapes(monkeypatch):
-    """``choose_config`` as on a GPU, where the interpreter's big tiles do not apply, for the Triton
-    kernels' tiles (the explicit-layout tiles some kernels take there: ``test_explicit_layout``)."""
-    from kernels import _launch
-
-    monkeypatch.setattr(_launch, "INTERPRET", False)
-    monkeypatch.setattr(_launch, "EXPLICIT_LAYOUTS", False)
-    _launch.choose_config.cache_clear()
-    yield _launch
-    _launch.choose_config.cache_clear()
 
 
 # --------------------------------------------------------------------------- #

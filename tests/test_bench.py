@@ -246,3 +246,37 @@ def test_checked_times_rotates_input_sets():
     single = B.checked_times({"right": record}, "linear_scan", 6, 20, "tn", "f32", 1, 1, 5, device="cpu",
                              timer=timer)
     assert single == {"right": [1.0]} and len(set(seen)) == 1
+
+
+def test_before_root_runs_another_checkouts_kernels_in_this_process(tmp_path):
+    """``--before-root`` imports another checkout's ``kernels`` (here a stand-in whose ``gae`` is the
+    float64 reference and whose ``_triton`` module shares a name with this checkout's) as impl
+    ``before``, timed beside this checkout's kernels with ``speedup_vs_before``; this checkout's
+    modules stay the ones ``import kernels`` finds."""
+    import kernels
+    from kernels import _triton
+
+    before = tmp_path / "before" / "kernels"
+    before.mkdir(parents=True)
+    (before / "_triton.py").write_text("MARK = 'before'\n")
+    (before / "__init__.py").write_text(
+        "from kernels import _triton\n"
+        "from kernels_reference_for_test import gae\n"
+        "ESTIMATORS = ('gae',)\n")
+    (tmp_path / "before" / "kernels_reference_for_test.py").write_text("from kernels.reference import gae as _gae\n"
+                                                                       "def gae(*a, time_dim=0, **k):\n"
+                                                                       "    assert time_dim == 0\n"
+                                                                       "    return tuple(o.float() for o in _gae(*a, **k))\n")
+    sys.modules.pop(B.BEFORE_MODULE, None)
+    try:
+        result = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8",
+                         "--layout", "tn", "--impls", "triton", "--before-root", str(tmp_path / "before"),
+                         "--no-copy", "--quiet"])
+        assert sys.modules[B.BEFORE_MODULE]._triton.MARK == "before"
+    finally:
+        sys.modules.pop(B.BEFORE_MODULE, None)
+        sys.modules.pop(B.BEFORE_MODULE + "._triton", None)
+    assert sys.modules["kernels"] is kernels and sys.modules["kernels._triton"] is _triton
+    rows = {r["impl"]: r for r in result["rows"]}
+    assert set(rows) == {"triton", "before"} and rows["before"]["status"] == "ok", rows
+    assert rows["triton"]["speedup_vs_before"] > 0

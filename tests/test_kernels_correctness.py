@@ -14,7 +14,6 @@ the rest.
 from __future__ import annotations
 
 import zlib
-from dataclasses import replace
 
 import pytest
 import torch
@@ -22,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernels
-from kernels import _launch
 from kernels import reference as R
 
 from conftest import (
@@ -431,10 +429,10 @@ def test_property_float64(op):
 
 @pytest.mark.parametrize("value", [0.99, 1.0, 0.0, 1e-310, 5e-324, 1e-40, 3e300, 1 / 3])
 def test_coefficients_reach_the_kernel_bit_for_bit(value):
-    """``_launch.scalars`` splits a float64 into int32 halves that rebuild it exactly."""
+    """``kernels.launch.scalars`` splits a float64 into int32 halves that rebuild it exactly."""
     import struct
 
-    from kernels._launch import scalars
+    from kernels.launch import scalars
 
     hi, lo = scalars(value)
     assert all(-2**31 <= half < 2**31 for half in (hi, lo))
@@ -452,28 +450,26 @@ def test_float64_coefficients_below_float32_range(pg_rho_bar):
 
 
 @pytest.mark.parametrize("kw, dtype, time_dim, x_as_pg", [
-    (dict(), torch.bfloat16, 0, True), (dict(), torch.float32, 1, True), (dict(), torch.float32, 0, False),
+    (dict(), torch.bfloat16, 0, True), (dict(), torch.float32, 1, True), (dict(), torch.float32, 0, True),
     (dict(scalars=dict(rho_bar=2.0, c_bar=2.0, pg_rho_bar=2.0)), torch.bfloat16, 0, True),
     (dict(next_values=True), torch.bfloat16, 0, False), (dict(scalars=dict(pg_rho_bar=1.2)), torch.bfloat16, 0, False),
     (dict(scalars=dict(c_bar=0.9)), torch.float32, 1, False)], ids=str)
 def test_vtrace_stores_vs_minus_v_as_pg_adv_only_where_that_is_exact(monkeypatch, kw, dtype, time_dim, x_as_pg):
-    """The kernels skip the policy-gradient terms (``PG_IS_X``, in the form the rule knows by that name)
-    with equal clipping thresholds and no ``next_values``, for 16-bit floats and ``[N, T]`` rows
-    (``vtrace.stores_x_as_pg``), and compute them otherwise; the reference agrees either way."""
-    import importlib
+    """The kernel skips the policy-gradient terms (``PG_IS_X``) with equal clipping thresholds and no
+    ``next_values`` (``vtrace.pg_is_x``), and computes them otherwise; the reference agrees either way."""
+    from kernels.estimators import vtrace as module
 
-    module = importlib.import_module("kernels.vtrace")
     launch, taken = module.launch, []
 
     def recording_launch(*args, **kwargs):
-        taken.append((kwargs["PG_IS_X"], kwargs["form"]))
+        taken.append(kwargs["PG_IS_X"])
         return launch(*args, **kwargs)
 
     monkeypatch.setattr(module, "launch", recording_launch)
     kernels.vtrace.plans.clear()  # a GPU call replays the plan of an earlier call of this shape
     tm = make_inputs("vtrace", 150, 9, seed=5, dtype=dtype, **kw)
     assert_matches(to_time_dim1(tm, contiguous=True) if time_dim else tm, time_dim=time_dim, ref_case=tm)
-    assert taken == [(x_as_pg, "pg_is_x" if x_as_pg else "pg_from_x_next")]
+    assert taken == [x_as_pg]
 
 
 LOOKBACK_WALKS = {(8, 1, False): "windowed_walk", (16, 1, True): "one_column_windowed_walk",
@@ -488,7 +484,7 @@ def test_lookback_with_many_small_tiles(op_case, block_n, warps, one_column):
     Tiny tiles make a tile's predecessors most likely to be mid-publication when it looks back, so
     a tile that read an aggregate before all of it was written (or any other ordering slip)
     shows up here; it did, before each aggregate was published under a single flag. Both look-back
-    walks: tiles up to ``_launch.WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time
+    walks: tiles up to ``kernels.launch.WINDOWED_LOOKBACK_MAX_N`` environments wide walk a window at a time
     (a wider one where they are the only column of environments); tiles of one warp and of two
     (V-trace's default ``[T, N]`` tiles below 8192 environments).
     """
@@ -530,64 +526,6 @@ def test_long_lookback_chains_match_the_one_lane_walk(op_case, layout, walk):
             assert rel_err(o, e) < TOL[torch.float32]
 
 
-PERSISTENT_CASES = [("gae", dict()), ("gae", dict(next_values=True)), ("gae", dict(truncated=False)),
-                    ("vtrace", dict(scalars=dict(lam=0.9, rho_bar=1.5, c_bar=0.8, pg_rho_bar=1.2))),
-                    ("vtrace", dict(next_values=True, truncated=False)),
-                    ("discounted_returns", dict()),  # truncated + next_values + bootstrap_value
-                    ("discounted_returns", dict(truncated=False, next_values=True, bootstrap=False)),  # G_T = V'_{T-1}
-                    ("discounted_returns", dict(truncated=False, bootstrap=False))]  # G_T = 0
-
-
-@pytest.mark.parametrize(*sampled(("op_case", PERSISTENT_CASES, case_id),
-                                  ("config", [(128, 32, 4, 2), (32, 32, 2, 3), (64, 16, 2, 1)], config_id),
-                                  ("dtype", [torch.float32, torch.bfloat16])))
-def test_persistent_look_back_tiles(op_case, config, dtype):
-    """Look-back tiles walked by persistent programs, each loading its next tile before it scans the
-    current one (``LaunchConfig.persistent``), give the reference's answer with a partial last chunk,
-    a partial last block of environments and rows not 16 elements apart; on a GPU with several tiles
-    per program, every program's chain racing the others', three calls."""
-    from kernels import LaunchConfig
-
-    block_t, block_n, warps, per_multiprocessor = config
-    op, kw = op_case
-    T, N = (4099, 1203) if DEVICE == "cuda" else (3 * block_t + 5, block_n + 3)
-    case = make_inputs(op, T, N, dtype=dtype, seed=seed_of("persistent", op_case, config, dtype), **kw)
-    ref = call(R, upcast(case))
-    launch = LaunchConfig(block_t, block_n, warps, lookback=True, latest_first=True, thread_runs=True,
-                          persistent=per_multiprocessor)
-    for _ in range(3 if DEVICE == "cuda" else 1):
-        out = call(kernels, case, config=launch)
-        for o, r in zip(out, ref):
-            assert rel_err(o, r) < TOL[dtype]
-
-
-@pytest.mark.skipif(DEVICE != "cuda", reason="a cooperative launch of many programs needs a GPU")
-@pytest.mark.parametrize("where", ["first", "middle", "last"])
-@pytest.mark.parametrize("op", [op for op in kernels.ESTIMATORS
-                                if _launch.kernel_traits(op)["persistent_look_back_tile"]])
-def test_the_default_persistent_tiles_match_the_one_lane_walk(op, where):
-    """Where ``choose_config`` takes a kernel's persistent look-back tiles (float32 ``[T, N]`` of 2^22
-    elements in its range of environments: its first, a middle and its last 16-aligned count), the
-    cooperative launch of its programs on every multiprocessor matches the one-lane walk without
-    look-back (``sequential``) in each of three calls."""
-    import importlib
-
-    from kernels.backends import get_backend
-
-    *_, from_n, below_n = _launch.kernel_traits(op)["persistent_look_back_tile"]
-    T, N = {"first": (8192, from_n), "middle": (4096, (from_n + below_n) // 32 * 16),
-            "last": (2048, below_n - 16)}[where]
-    assert _launch.estimator_config(op, T, N, False, 4).persistent > 0
-    case = make_inputs(op, T, N, seed=seed_of("default_persistent", op, T, N))
-    expected = call(get_backend("sequential"), case)
-    for _ in range(3):
-        out = call(kernels, case)
-        for o, e in zip(out, expected):
-            assert rel_err(o, e) < TOL[torch.float32]
-    twin = getattr(importlib.import_module(f"kernels.{op}"), f"_{op}_persistent_kernel")
-    assert _launch._LAUNCHERS[twin].options == {"launch_cooperative_grid": True}
-
-
 @pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("layout", ["tn", "nt_view", "nt"]),
                                   ("config", [(16, 8, 1, 3), (128, 2, 2, 3), (32, 16, 4, 5)], config_id)))
 def test_pipelined_walks(op_case, layout, config):
@@ -611,228 +549,25 @@ def test_pipelined_walks(op_case, layout, config):
 
 @pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("layout", ["tn", "nt"]),
                                   ("walk", ["one_by_one_lookback", "windowed_lookback", "pipelined", "unpipelined",
-                                            "shuffled"])))
-def test_latest_first_tiles(op_case, layout, walk):
-    """Tiles that hold a reverse walk's steps latest first and scan them forward
-    (``LaunchConfig.latest_first``) give the reference's answer: look-back tiles walked back one by
-    one and by windows, pipelined and unpipelined walks, in both layouts (time-contiguous tiles
-    too, where the order is slow but allowed), with partial tiles. Forward walks ignore the flag;
-    so do tiles whose steps exchange values by warp shuffles (``shuffled``: ``[N, T]`` 128-step
-    tiles), which need their steps in time order."""
+                                            "one_step_chunks"])))
+def test_walks_in_both_layouts(op_case, layout, walk):
+    """Every kind of walk gives the reference's answer in both layouts, with partial tiles: look-back
+    tiles walked back one by one and by windows, pipelined and unpipelined walks, and chunks of one
+    step (the ``sequential`` baseline's). Reverse walks hold ``[T, N]`` tiles latest first and scan
+    them forward; time-contiguous tiles keep time order and scan backward."""
     from kernels import LaunchConfig
 
-    config = {"one_by_one_lookback": LaunchConfig(16, 32, 1, lookback=True, latest_first=True),
-              "windowed_lookback": LaunchConfig(16, 8, 2, lookback=True, latest_first=True),
-              "pipelined": LaunchConfig(16, 8, 2, num_stages=3, latest_first=True),
-              "unpipelined": LaunchConfig(32, 4, 1, latest_first=True),
-              "shuffled": LaunchConfig(128, 2, 2, num_stages=2, latest_first=True)}[walk]
+    config = {"one_by_one_lookback": LaunchConfig(16, 32, 1, lookback=True),
+              "windowed_lookback": LaunchConfig(16, 8, 2, lookback=True),
+              "pipelined": LaunchConfig(16, 8, 2, num_stages=3),
+              "unpipelined": LaunchConfig(32, 4, 1),
+              "one_step_chunks": LaunchConfig(1, 32, 1)}[walk]
     op, kw = op_case
-    T, N = (1000, 67) if DEVICE == "cuda" else (config.block_t * 2 + 5, config.block_n + 3)
-    tm = make_inputs(op, T, N, seed=seed_of("latest_first", op_case, layout, walk), **kw)
+    T, N = (1000, 67) if DEVICE == "cuda" else (min(config.block_t * 2 + 5, 19), config.block_n + 3)
+    tm = make_inputs(op, T, N, seed=seed_of("walks", op_case, layout, walk), **kw)
     time_dim = 0 if layout == "tn" else 1
     case = tm if layout == "tn" else to_time_dim1(tm, contiguous=True)
     ref = call(R, upcast(tm))
     out = call(kernels, case, time_dim=time_dim, config=config)
     for o, r in zip(out, ref):
         assert rel_err(o, r.t() if time_dim == 1 and r.dim() == 2 else r) < TOL[torch.float32]
-
-
-THREAD_RUN_WALKS = {"one_by_one_lookback": dict(block_t=16, block_n=32, num_warps=1, lookback=True),
-                    "two_warp_lookback": dict(block_t=64, block_n=32, num_warps=2, lookback=True),
-                    "four_warp_lookback": dict(block_t=128, block_n=16, num_warps=4, lookback=True),
-                    "windowed_lookback": dict(block_t=32, block_n=8, num_warps=2, lookback=True),
-                    "pipelined": dict(block_t=16, block_n=16, num_warps=2, num_stages=3),
-                    "deep_four_warp": dict(block_t=128, block_n=16, num_warps=4, num_stages=4),
-                    "unpipelined": dict(block_t=32, block_n=32, num_warps=1)}
-
-
-@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("dtype", [torch.float32, torch.bfloat16], dtype_id),
-                                  ("order", ["ascending", "latest_first"]), ("walk", THREAD_RUN_WALKS)))
-def test_thread_run_tiles(op_case, dtype, order, walk):
-    """``[T, N]`` tiles whose rows are in thread runs (``LaunchConfig.thread_runs``: each thread
-    scans its consecutive steps, then one map per thread crosses threads) give the reference's
-    answer: look-back tiles walked back one by one (one warp, two and four with warps along time)
-    and by windows, pipelined walks (four warps along time four chunks deep, as from 4096
-    environments) and unpipelined ones, rows in time order or latest first, with partial tiles in
-    time and environments."""
-    from kernels import LaunchConfig
-
-    config = LaunchConfig(**THREAD_RUN_WALKS[walk], thread_runs=True, latest_first=order == "latest_first")
-    assert_thread_run_tiles_match(op_case, dtype, config, seed_of("thread_runs", op_case, dtype, order, walk))
-
-
-FOUR_ENV_RUN_WALKS = {"two_warp_lookback": THREAD_RUN_WALKS["two_warp_lookback"],
-                      "two_warp_pipelined": dict(block_t=64, block_n=32, num_warps=2, num_stages=3),
-                      "deep_four_warp": THREAD_RUN_WALKS["deep_four_warp"],
-                      "unpipelined": THREAD_RUN_WALKS["unpipelined"]}
-
-
-@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
-                                  ("dtype", [torch.float32, torch.bfloat16, torch.float16], dtype_id),
-                                  ("walk", FOUR_ENV_RUN_WALKS)))
-def test_tiles_four_environments_per_thread(op_case, dtype, walk):
-    """``[T, N]`` tiles in thread runs four environments per thread (``LaunchConfig.env_runs_of_four``)
-    give the reference's answer: 16-bit tiles then hold twice the steps per thread, float32 tiles the
-    same as without; look-back tiles and walks, partial tiles in time and environments."""
-    from kernels import LaunchConfig, _launch
-
-    config = LaunchConfig(**FOUR_ENV_RUN_WALKS[walk], thread_runs=True, latest_first=True, env_runs_of_four=True)
-    eight = replace(config, env_runs_of_four=False)
-    if dtype.itemsize == 2:
-        assert _launch.time_threads(config, 2) * 2 == _launch.time_threads(eight, 2)
-    else:
-        assert _launch.time_threads(config, 4) == _launch.time_threads(eight, 4)
-    assert_thread_run_tiles_match(op_case, dtype, config, seed_of("env_runs_of_four", op_case, dtype, walk))
-
-
-@pytest.mark.parametrize(*sampled(("op_case", [c for c in OP_CASES if c[0] == "vtrace" or c == ("gae", {})], case_id),
-                                  ("dtype", [torch.float32, torch.bfloat16], dtype_id),
-                                  ("from_runs", [True, False], {True: "from_runs", False: "second_tile"}.get),
-                                  ("walk", THREAD_RUN_WALKS)))
-def test_successor_values_in_thread_runs(monkeypatch, op_case, dtype, from_runs, walk):
-    """GAE's (without ``next_values``) and V-trace's ``v_{t+1}`` in latest-first thread-run tiles give
-    the reference's answer taken either way, whatever the block shape rule
-    (``_launch.successors_from_runs``) picks: from each thread's own run
-    (``_scan.successor_in_runs``) or from a second tile one step later."""
-    from kernels import LaunchConfig, _launch
-
-    monkeypatch.setattr(_launch, "successors_from_runs", lambda *_: from_runs)
-    getattr(kernels, op_case[0]).plans.clear()  # a GPU call replays the plan of an earlier call of this shape
-    config = LaunchConfig(**THREAD_RUN_WALKS[walk], thread_runs=True, latest_first=True)
-    assert_thread_run_tiles_match(op_case, dtype, config, seed_of("successors", op_case, dtype, from_runs, walk))
-
-
-def assert_thread_run_tiles_match(op_case, dtype, config, seed):
-    from kernels import _launch
-
-    assert _launch.time_threads(config, dtype.itemsize) > 1  # the rows really are in runs
-    op, kw = op_case
-    T, N = (1000, 67) if DEVICE == "cuda" else (config.block_t * 2 + 5, config.block_n + 3)
-    tm = make_inputs(op, T, N, seed=seed, dtype=dtype, **kw)
-    ref = call(R, upcast(tm))
-    out = call(kernels, tm, config=config)
-    for o, r in zip(out, ref):
-        assert rel_err(o, r) < TOL[dtype]
-
-
-@pytest.mark.parametrize("op_case", OP_CASES, ids=case_id)
-def test_thread_runs_are_ignored_by_time_contiguous_tiles(op_case):
-    """``[N, T]`` tiles keep their rows in time order whatever ``thread_runs`` says: their
-    128-step tiles move values between steps by warp shuffles, which need time order."""
-    from kernels import LaunchConfig
-
-    config = LaunchConfig(128, 2, 2, num_stages=2, latest_first=True, thread_runs=True)
-    op, kw = op_case
-    T, N = (1000, 67) if DEVICE == "cuda" else (2 * 128 + 5, 5)
-    tm = make_inputs(op, T, N, seed=seed_of("thread_runs_nt", op_case), **kw)
-    ref = call(R, upcast(tm))
-    out = call(kernels, to_time_dim1(tm, contiguous=True), time_dim=1, config=config)
-    for o, r in zip(out, ref):
-        assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[torch.float32]
-
-
-@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
-                                  ("dtype,block_t", [(torch.float32, 128), (torch.bfloat16, 128), (torch.bfloat16, 256)],
-                                   lambda pair: f"{dtype_id(pair[0])}-{pair[1]}"),
-                                  ("T", [128, 384, 300], lambda T: f"T{T}"),
-                                  ("walk", ["unpipelined", "pipelined", "pairs", "lookback"])))
-def test_time_shuffles(op_case, dtype, block_t, T, walk):
-    """Time-contiguous ``[N, T]`` tiles whose steps lie in one warp move values between time steps
-    by warp shuffles (``_scan.SHUFFLE_TIME``): the carried edge row and, for GAE, V-trace and
-    Retrace, the next step's value (the row after each chunk loaded alone, 0 after the end). One
-    chunk, whole chunks (the row after the last is past the end) and a partial last chunk; walks
-    of one environment per warp without pipelining (``choose_config``'s for kernels without
-    ``pipelined_walks``), walks of two environments with pipelining, two environments on one warp
-    (``paired_rows``), and look-back tiles of one environment. Float32 tiles are handled in
-    quarters (``_scan.IN_QUARTERS``): reverse scans, and ``linear_scan``'s in both directions, take
-    the two-level scan (``_scan.scan_thread_steps_first``); 256-step bf16 tiles in pairs of steps
-    (``_scan.IN_PAIRS``), their reverse scans in three levels (``_scan.scan_step_pairs_backward``)."""
-    from kernels import LaunchConfig
-    from kernels._launch import shuffles_time
-
-    config = {"unpipelined": LaunchConfig(block_t, 1, num_warps=1),
-              "pipelined": LaunchConfig(block_t, 2, num_warps=2, num_stages=2),
-              "pairs": LaunchConfig(block_t, 2, num_warps=1),
-              "lookback": LaunchConfig(block_t, 1, num_warps=1, lookback=True)}[walk]
-    assert shuffles_time(config, True, torch.float32, dtype.itemsize)
-    assert not shuffles_time(config, False, torch.float32, dtype.itemsize)
-    op, kw = op_case
-    tm = make_inputs(op, T, 5, dtype=dtype, seed=seed_of("shuffles", op_case, dtype, block_t, T, walk), **kw)
-    ref = call(R, upcast(tm))
-    out = call(kernels, to_time_dim1(tm, contiguous=True), time_dim=1, config=config)
-    for o, r in zip(out, ref):
-        assert rel_err(o, r.t() if r.dim() == 2 else r) < TOL[dtype]
-
-
-# Sequences longer than this are run this long with the block shape chosen for their length: enough for
-# three tiles of the longest (1024 steps), the last partial.
-LONGEST_RUN = 2600
-
-
-@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
-                                  ("T,width,aligned", [(300, 600, True), (1000, 1000, True), (1500, 600, True),
-                                                       (700, 1500, True), (600, 3000, True), (700, 2048, True),
-                                                       (1500, 1000, False), (3000, 2600, False), (4096, 32, True),
-                                                       (65536, 16, True), (65536, 1, True), (65536, 8, True),
-                                                       (65536, 12, True), (65536, 3, True), (600, 16, True),
-                                                       (400, 100, True)],
-                                   lambda c: f"T{c[0]}-N{c[1]}" + ("" if c[2] else "-unaligned"))))
-def test_longer_time_major_tiles(op_case, T, width, aligned, compiled_block_shapes):
-    """The float32 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps up to
-    4095 environments (``choose_config`` for ``width`` environments: 128-step look-back tiles 16
-    or 32 environments wide, 256 x 32 ones, whole sequences of up to 1024 steps 8 wide, V-trace's
-    64 x 16 walks from 2048 environments, the look-back tiles in thread runs below 512 environments,
-    128-512 x 16 on four warps, and of one column of 16 environments from 65536 steps, 1024 x 16 on
-    eight; below 16 environments from 65536 steps 1024 x 1, 1024 x 8, 256-512 x 16 and V-trace's
-    512 x 4; the tiles of rows not 16 elements apart, ``aligned`` false, from 512 environments) give
-    the reference's answer, with partial tiles in time and environments (at most ``LONGEST_RUN``
-    steps)."""
-    op, kw = op_case
-    config = compiled_block_shapes.estimator_config(op, T, width, False, 4, aligned_rows=aligned)
-    N = 67 if DEVICE == "cuda" else config.block_n + 3
-    tm = make_inputs(op, min(T, LONGEST_RUN), N, seed=seed_of("longer_tn", op_case, T, width), **kw)
-    ref = call(R, upcast(tm))
-    out = call(kernels, tm, config=config)
-    for o, r in zip(out, ref):
-        assert rel_err(o, r) < TOL[torch.float32]
-
-
-@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id),
-                                  ("T,width", [(300, 512), (1500, 2000), (700, 3008), (1000, 2048), (600, 100), (600, 32),
-                                               (65536, 16), (65536, 1), (65536, 12)], shape_id)))
-def test_half_float_time_major_tiles(op_case, T, width, compiled_block_shapes):
-    """The bf16 block shapes a GPU chooses for ``[T, N]`` sequences of more than 256 steps (``choose_config``
-    for ``width`` environments: from 512, look-back tiles in thread runs, 64 x 64 and 64 x 16 on two
-    warps, 128 x 32 on four; GAE, V-trace and Retrace from 2048 environments their one- and two-warp
-    tiles; below 512 look-back tiles in thread runs 16 wide, 128-512 steps on four warps, 1024 on
-    eight for one column from 65536 steps; 1024 x 1 and 256-512 x 16 below 16 environments) give the
-    reference's answer, with partial tiles in time and environments (at most ``LONGEST_RUN`` steps)."""
-    op, kw = op_case
-    config = compiled_block_shapes.estimator_config(op, T, width, False, 2)
-    assert config.lookback, config
-    N = 67 if DEVICE == "cuda" else config.block_n + 3
-    tm = make_inputs(op, min(T, LONGEST_RUN), N, seed=seed_of("half_float_tn", op_case, T, width),
-                     dtype=torch.bfloat16, **kw)
-    ref = call(R, upcast(tm))
-    out = call(kernels, tm, config=config)
-    for o, r in zip(out, ref):
-        assert rel_err(o, r) < TOL[torch.bfloat16]
-
-
-@pytest.mark.parametrize(*sampled(("op_case", OP_CASES, case_id), ("dtype", [torch.float32, torch.bfloat16], dtype_id),
-                                  ("width", [4096, 8192, 32768]), ("T", [5, 27, 48, 100, 200])))
-def test_short_time_major_tiles(op_case, dtype, width, T, compiled_block_shapes):
-    """The block shapes a GPU chooses for ``[T, N]`` sequences of up to 256 steps (``choose_config``
-    for ``width`` environments: tiles holding the whole sequence, in thread runs or in Triton's
-    layout, 8 to 32 environments wide, from 2^21 elements walks of 16-step chunks, and Retrace's
-    64-step look-back tiles) give the reference's answer, with partial tiles in time and
-    environments."""
-    op, kw = op_case
-    config = compiled_block_shapes.estimator_config(op, T, width, False, dtype.itemsize)
-    assert config.block_t >= T or config.block_t == 16 or config.lookback, config
-    N = 67 if DEVICE == "cuda" else config.block_n + 3
-    tm = make_inputs(op, T, N, seed=seed_of("short_tn", op_case, dtype, width, T), dtype=dtype, **kw)
-    ref = call(R, upcast(tm))
-    out = call(kernels, tm, config=config)
-    for o, r in zip(out, ref):
-        assert rel_err(o, r) < TOL[dtype]

@@ -195,34 +195,11 @@ def test_time_dim1_shape_mismatch_is_checked_in_callers_layout():
 @pytest.mark.parametrize("fields, name", [(dict(block_t=3, block_n=8), "block_t"),
                                           (dict(block_t=8, block_n=0), "block_n"),
                                           (dict(block_t=8, block_n=8, num_stages=0), "num_stages"),
-                                          (dict(block_t=8, block_n=8, persistent=-1), "persistent"),
-                                          (dict(block_t=8, block_n=8, thread_runs=True, persistent=2), "persistent"),
-                                          (dict(block_t=8, block_n=8, lookback=True, persistent=2), "persistent"),
-                                          (dict(block_t=16, block_n=16, lookback=True, thread_runs=True, persistent=2,
-                                                env_runs_of_four=True), "env_runs_of_four"),
-                                          (dict(block_t=16, block_n=16, explicit_layout=True, env_runs_of_four=True),
-                                           "env_runs_of_four")])
+                                          (dict(block_t=8, block_n=8, num_warps=3), "num_warps"),
+                                          (dict(block_t=8, block_n=8, lookback=1), "lookback"),
+                                          (dict(block_t=8, block_n=8, run=3), "run"),
+                                          (dict(block_t=8, block_n=8, run=16), "run"),
+                                          (dict(block_t=256, block_n=256), "block_t x block_n")])
 def test_launch_config_names_the_bad_field(fields, name):
     with pytest.raises(ValueError, match=f"LaunchConfig.{name}"):
         kernels.LaunchConfig(**fields)
-
-
-PERSISTENT = dict(lookback=True, thread_runs=True, latest_first=True, persistent=2)
-
-
-@pytest.mark.parametrize("op, time_dim, fields, message", [
-    ("lambda_returns", 0, PERSISTENT, "has no persistent kernel"),
-    ("gae", 1, PERSISTENT, "needs time_dim=0 and latest_first"),
-    ("gae", 0, dict(PERSISTENT, latest_first=False), "needs time_dim=0 and latest_first"),
-    ("gae", 0, dict(PERSISTENT, block_n=128, num_warps=1), "has one along time")])
-def test_a_persistent_launch_the_kernel_cannot_take_names_the_field(op, time_dim, fields, message):
-    """``LaunchConfig.persistent`` needs a kernel with a persistent twin (GAE, V-trace, discounted
-    returns), ``[T, N]`` tiles held latest first, and a tile's steps over more than one thread (16 x
-    128 on one warp has its 32 lanes along environments); anything else is an error naming the
-    field, not a launch."""
-    case = base(op)
-    if time_dim == 1:
-        case = to_time_dim1(case, contiguous=True)
-    config = dict(dict(block_t=16, block_n=16, num_warps=2), **fields)
-    with pytest.raises(ValueError, match=f"LaunchConfig.persistent.*{message}"):
-        getattr(kernels, op)(*case.args, **case.kwargs, time_dim=time_dim, config=kernels.LaunchConfig(**config))

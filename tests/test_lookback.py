@@ -1,4 +1,4 @@
-"""The decoupled look-back of kernels/_scan.py on hand-made tile states.
+"""The chunked carry across programs (decoupled look-back, kernels/scan/lookback.py) on hand-made tile states.
 
 On a GPU, a tile's predecessors are in every state at once; under the interpreter tiles run one
 after another, so the kernel tests only ever see finished predecessors. Here a one-tile kernel
@@ -13,7 +13,7 @@ import pytest
 import torch
 from conftest import DEVICE
 
-from kernels import _scan
+from kernels import scan
 from kernels._triton import HAVE_TRITON, runs_triton, tl, triton
 
 pytestmark = pytest.mark.skipif(not (HAVE_TRITON and runs_triton(torch.device(DEVICE))),
@@ -26,9 +26,9 @@ BLOCK_T = 4
 def _carry_kernel(ws, flags, initial_ptr, out_ptr, chunk, T, N, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
                   WINDOW: tl.constexpr):
     n = tl.arange(0, BLOCK_N)
-    A = tl.zeros([BLOCK_T, BLOCK_N], tl.float64)
+    agg_a = tl.zeros([BLOCK_N], tl.float64)
     initial = tl.load(initial_ptr + n)
-    carry, _ = _scan.carry_in(A, A + 1.0, initial, chunk, 0, T, N, ws, flags, BLOCK_T, BLOCK_N, True, False, WINDOW)
+    carry = scan.carry_in(agg_a, agg_a + 1.0, initial, chunk, 0, T, N, ws, flags, BLOCK_T, BLOCK_N, WINDOW)
     tl.store(out_ptr + n, carry)
 
 

@@ -335,7 +335,7 @@ def test_batch_columns_are_independent():
 @pytest.mark.parametrize("clip", [1.0, 0.5, 3.0, 1e6])
 @pytest.mark.parametrize("lam", [0.0, 0.6, 1.0])
 def test_vtrace_pg_advantages_are_vs_minus_v_when_the_clips_are_equal(clip, lam):
-    # kernels.vtrace.pg_is_x: with rho_bar = c_bar = pg_rho_bar and V'_t = V_{t+1} before the last step,
+    # kernels.estimators.vtrace.pg_is_x: with rho_bar = c_bar = pg_rho_bar and V'_t = V_{t+1} before the last step,
     # pg_t = min(rho_bar, rho_t)(r_t + g V_{t+1} - V_t) + g lam min(c_bar, rho_t) x_{t+1} = x_t where not
     # done, delta_t = x_t where done and at T-1 (x_T = 0). Random rollouts with terminations and truncations.
     g = make_generator(11)

@@ -1,12 +1,12 @@
-"""Replaying a known call signature (kernels/_replay.py).
+"""Replaying a known call signature (kernels/fast_path.py).
 
 On any machine, with a fake estimator that records a fake launch: the signature separates
 everything validation depends on (types, shapes, strides, dtypes, devices, alignment, scalar
 types and values); a replay puts each parameter's new pointer in its slot and allocates new
 outputs; calls that cannot be replayed safely (aliased arguments, outputs that are not the
-kernel's, several launches, an error) make no plan; a plan keeps no tensor alive. On a GPU: every
-estimator makes a plan, and a replay matches the ordinary path bit for bit, with and without
-look-back, while bad arguments still raise.
+kernel's, several launches, an error) make no plan, and launches left unrecorded do not count; a
+plan keeps no tensor alive. On a GPU: every estimator makes a plan, and a replay matches the
+ordinary path bit for bit, with and without look-back, while bad arguments still raise.
 """
 
 from __future__ import annotations
@@ -19,9 +19,15 @@ import torch
 from conftest import DEVICE, OPS, as_tuple, call, make_inputs
 
 import kernels
-from kernels import _direct_launch, _replay
+from kernels import fast_path
 from kernels._args import check_scalar
-from kernels._direct_launch import CompiledLaunch
+
+
+class Compiled:
+    """What a Triton launch returns, as far as a plan reads it."""
+
+    def __init__(self, run):
+        self.run, self.function, self.packed_metadata = run, "fn", "meta"
 
 
 class FakeRun:
@@ -36,14 +42,13 @@ def fake_estimator(run: FakeRun, *, launches: int = 1, return_fresh: bool = Fals
     """A replayable ``f(x, y, *, scale)`` returning one output; launch args ``(x, 7, y, out, scale)``."""
     made = []
 
-    @_replay.replayable
+    @fast_path.replayable
     def estimator(x, y, *, scale=1.0):
         check_scalar("scale", scale, high=10.0)
         out = torch.empty_like(x)
         made.append(out)
         for _ in range(launches):
-            if _replay.is_recording():
-                _replay.record(_replay.Launch(CompiledLaunch(run, "fn", "meta", 0, (16,)), 3, (x, 7, y, out, scale), ()))
+            fast_path.record(Compiled(run), 3, (x, 7, y, out, scale), (16,), (), x.device)
         return torch.empty_like(x) if return_fresh else out
 
     return estimator, made
@@ -51,16 +56,9 @@ def fake_estimator(run: FakeRun, *, launches: int = 1, return_fresh: bool = Fals
 
 @pytest.fixture
 def no_device_switch(monkeypatch):
-    monkeypatch.setattr(_direct_launch, "device_scope", lambda index: _Null())
-    monkeypatch.setattr(_direct_launch, "current_stream", lambda index: 99)
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    """Replay on (it is off under the interpreter), on CPU tensors, with a fake stream."""
+    monkeypatch.setattr(fast_path, "_ENABLED", True)
+    monkeypatch.setattr(fast_path, "_current_stream", lambda index: 99)
 
 
 def test_replay_puts_each_parameters_pointer_in_its_slot(no_device_switch):
@@ -76,6 +74,27 @@ def test_replay_puts_each_parameters_pointer_in_its_slot(no_device_switch):
     assert (grid_x, grid_y, grid_z, stream, function, metadata) == (3, 1, 1, 99, "fn", "meta")
     assert args == [x2.data_ptr(), 7, y2.data_ptr(), second.data_ptr(), 0.5, 16]
     assert second is not first and second.shape == first.shape and second.dtype == first.dtype
+
+
+def test_launches_left_unrecorded_do_not_stop_a_plan(no_device_switch):
+    """Launches inside ``fast_path.unrecorded()`` (an autotuned call timing candidates) are not the
+    call's: a call that makes them and then its own one launch still makes a plan."""
+    run = FakeRun()
+
+    @fast_path.replayable
+    def estimator(x, y, *, scale=1.0):
+        out = torch.empty_like(x)
+        with fast_path.unrecorded():
+            for _ in range(3):
+                fast_path.record(Compiled(run), 5, (x, 7, y, out, scale), (16,), (), x.device)
+        fast_path.record(Compiled(run), 3, (x, 7, y, out, scale), (16,), (), x.device)
+        return out
+
+    x, y = torch.zeros(8), torch.ones(8)
+    estimator(x, y, scale=0.5)
+    assert len(estimator.plans) == 1
+    estimator(torch.zeros(8), torch.ones(8), scale=0.5)
+    assert [c[0] for c in run.calls] == [3]  # the replay is the call's own launch
 
 
 @pytest.mark.parametrize(
@@ -135,10 +154,10 @@ def test_calls_that_cannot_be_replayed_safely_make_no_plan(no_device_switch, kin
 def test_positional_and_keyword_calls_have_plans_of_their_own(no_device_switch):
     run = FakeRun()
 
-    @_replay.replayable
+    @fast_path.replayable
     def estimator(x, y=None):
         out = torch.empty_like(x)
-        _replay.record(_replay.Launch(CompiledLaunch(run, "fn", "meta", 0, ()), 1, (x, y, out), ()))
+        fast_path.record(Compiled(run), 1, (x, y, out), (), (), x.device)
         return out
 
     x, y = torch.zeros(8), torch.ones(8)

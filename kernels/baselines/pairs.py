@@ -3,7 +3,7 @@
 This is the one place where the baselines ("loop", "compile") turn raw rollout tensors into the
 linear recurrence ``y_t = alpha_t + beta_t * y_prev`` that every estimator is (``y_prev`` is
 ``y_{t+1}`` for a reverse recurrence, ``y_{t-1}`` for a forward one). The math is that of the
-docstrings of ``kernels/<op>.py``; :mod:`kernels.reference` is the specification.
+docstrings of ``kernels/estimators/<op>.py``; :mod:`kernels.reference` is the specification.
 
 A builder takes the ``[T, N]`` time-major views of a validated :class:`kernels._args.Batch`
 (:func:`views`), the checked scalars and the compute dtype (float32 for float16/bfloat16/float32
@@ -21,7 +21,6 @@ Builders are pure tensor code, so they can be traced by ``torch.compile``.
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -232,10 +231,11 @@ def make_estimators(run: Runner) -> dict:
     is accepted for signature parity.
     """
     import kernels
+    from kernels.estimators import MODULES
 
     def estimator(op: str):
         public = getattr(kernels, op)
-        validate = importlib.import_module(f"kernels.{op}").validate
+        validate = MODULES[op].validate
 
         @functools.wraps(public)
         def solve(*args, config=None, **kwargs):

@@ -7,7 +7,7 @@ dependent steps per lane.
 
 Block shape (:func:`sequential_config`): one lane per environment (``block_n = 32 * num_warps``),
 1 to 4 warps per program, chosen so that there are at least as many programs as SMs when N allows
-(N = 4096 on 132 SMs: 128 one-warp programs rather than 32 four-warp ones), and 4 warps (128 lanes)
+(N = 4096 on 132 multiprocessors: 128 one-warp programs rather than 32 four-warp ones), and 4 warps (128 lanes)
 once N fills the chip.
 
 Only where the Triton kernels run: CUDA tensors, or CPU tensors under ``TRITON_INTERPRET=1``.
@@ -21,21 +21,17 @@ from typing import Optional
 import torch
 
 import kernels
-from kernels._launch import LaunchConfig
+from kernels.launch import LaunchConfig
 from kernels._triton import runs_triton, triton
+from kernels.launch.heuristic import device_info
 
 __all__ = list(kernels.ESTIMATORS)
 
-_DEFAULT_SMS = 132  # H200 / H100 SXM
-
-
 def _num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return _DEFAULT_SMS
+    return device_info(device).multiprocessors
 
 
-def sequential_config(N: int, num_sms: int = _DEFAULT_SMS) -> LaunchConfig:
+def sequential_config(N: int, num_sms: int) -> LaunchConfig:
     """``block_t=1``; ``block_n`` in {32, 64, 128} lanes (1, 2, 4 warps), one lane per environment."""
     per_program = triton.next_power_of_2(max(1, -(-N // max(1, num_sms))))
     block_n = min(128, max(32, per_program))
