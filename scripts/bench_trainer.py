@@ -2,6 +2,7 @@
 
     python scripts/bench_trainer.py --before-root PATH        # GPU host: every default case, ~7 min
     python scripts/bench_trainer.py --cases ppo-cartpole      # a subset (names below)
+    python scripts/bench_trainer.py --cases ppo-breakout --turns 3   # every run 3 times, round-robin: median (range)
     python scripts/bench_trainer.py --quick                   # tiny versions on the CPU, < 1 min
     python scripts/bench_trainer.py --markdown docs/results/trainer_throughput.json   # its tables
     python scripts/bench_trainer.py --cases ppo-cartpole-torchrun1 --out docs/results/torchrun_overhead.json
@@ -25,8 +26,20 @@ For each case (an env, N envs, T steps):
      clock, the actors' own steps/s (``actor_sps``, per actor, queue waits left out), the policy lag.
 
 Raw and trainers run one after the other on the same machine in one call, so the ratios compare like
-with like.  Creating 4096 Atari envs takes about a minute each time: a case creates them three times
-(raw, before, after), so the Atari cases run few iterations and have no variants.
+with like.  Creating 4096 Atari envs takes about a minute each time: a case creates them once per run
+(raw, before, after, each variant), so the Atari cases run few iterations and few variants.
+
+**Turns** (``--turns K``, default 1): one sample per run hides the drift between runs (a Breakout
+rollout's env phase moves by 300 ms an iteration from one run to the next).  With K > 1 every case runs
+K turns, round-robin: each turn measures raw EnvPool again, then runs before, after and each variant
+once (turn 1: raw, after, variant a, variant b; turn 2: raw, after, variant a, variant b; ...), and each
+run is divided by its own turn's raw figure, so drift hits every label alike.  A label's entry then
+keeps each turn's run under ``turns`` and gives ``vs_raw_median``, ``vs_raw_min``, ``vs_raw_max``,
+``sps_median`` (and min/max; likewise ``rollout_vs_raw``, ``learner_wait``), with ``phases_ms`` and
+``iteration_ms`` the median over the turns; the case's ``raw`` keeps each turn's figure the same way,
+its ``num_turns`` is K.  The tables show one row per label: the median and, in brackets, the range.
+With K = 1 a label's entry is its run itself.  ``--time-budget`` (default 400 s a turn): turn 1's before
+and after always run; no other run starts past the budget (its entry says it was skipped).
 
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
 Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
@@ -37,8 +50,8 @@ autocast, ``torch.compile``; ms per update; the rows the trainers run on CUDA na
 two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
 (``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
 group, DDP, the per-iteration collectives) against the plain run: the after trainer plain then under
-torchrun, three times in turn (drift between runs shows); ``torchrun_vs_plain`` is the ratio of their mean
-steps/s, ``torchrun_vs_plain_pairs`` each turn's ratio.
+torchrun, in 3 turns by default (drift between runs shows); ``torchrun_vs_plain`` is the ratio of their
+mean steps/s, ``torchrun_vs_plain_pairs`` each turn's ratio.
 """
 
 from __future__ import annotations
@@ -47,6 +60,7 @@ import dataclasses
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -83,8 +97,8 @@ class Case:
     after_flags: Tuple[str, ...] = ()  # this checkout only (flags the old trainers lack)
     variants: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # (label, after flags replacing after_flags)
     quick_after_flags: Tuple[str, ...] = ()  # after_flags of the tiny --quick version
-    torchrun_ranks: Tuple[int, ...] = ()  # after again under torchrun with K ranks, in turn with plain runs
-    torchrun_turns: int = 3
+    torchrun_ranks: Tuple[int, ...] = ()  # after again under torchrun with K ranks, each turn after the plain run
+    turns: int = 1                  # turns without --turns
     raw_steps: int = 200
     raw_warmup: int = 20
     raw_threads: Tuple[int, ...] = (1,)  # raw EnvPool with cores / k threads for each k; the fastest is "raw"
@@ -129,7 +143,7 @@ CASES: Dict[str, Case] = {
                             raw_steps=20, raw_warmup=3),
 }
 CASES["ppo-cartpole-torchrun1"] = dataclasses.replace(CASES["ppo-cartpole"], timed=16, variants=(),
-                                                       torchrun_ranks=(1,))
+                                                       torchrun_ranks=(1,), turns=3)
 DEFAULT_CASES = "ppo-cartpole,impala-cartpole,ppo-breakout"
 UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, minibatch=16384, minibatches=4,
                                         epochs=4)}
@@ -185,8 +199,12 @@ class Args:
     """EnvPool threads of the raw pool (0: one per core, as the trainers' default)"""
     run_timeout: int = 240
     """seconds before a trainer run is given up (recorded as an error; a Breakout run takes ~1.5 min)"""
-    time_budget: float = 400.0
-    """no variant starts after this many seconds (raw, before and after always run, first)"""
+    turns: Optional[int] = None
+    """run every case's runs this many times, round-robin, raw EnvPool again at each turn's start; the tables
+    give the median and range (default: 1, ppo-cartpole-torchrun1: 3)"""
+    time_budget: Optional[float] = None
+    """no run starts after this many seconds but the first turn's before and after, which always run, first
+    (default: 400 s a turn)"""
     markdown: Optional[str] = None
     """print the Markdown tables of this results file and exit (nothing is run)"""
 
@@ -345,17 +363,101 @@ def raw_envpool(case: Case, threads: int) -> Dict:
 
 def torchrun_vs_plain(runs: Dict[str, Dict]) -> Dict[str, Dict]:
     """``torchrun_vs_plain``: {K: mean steps/s under torchrun with K ranks / mean steps/s of the plain
-    runs taken in turn with them}; ``torchrun_vs_plain_pairs``: {K: that ratio in each turn}.  Runs carry
-    their ``turn``; empty without torchrun runs."""
-    plain = {r["turn"]: r["sps"] for r in runs.values() if "turn" in r and not r.get("torchrun_ranks") and "sps" in r}
+    ``after`` runs taken in the same turns}; ``torchrun_vs_plain_pairs``: {K: that ratio in each turn}.
+    ``runs``: a case's entries (:func:`label_entry`); empty without torchrun runs."""
+    def sps_by_turn(entries: List[Dict]) -> Dict[int, float]:
+        return {run.get("turn", 1): run["sps"] for entry in entries for run in entry.get("turns", [entry])
+                if "sps" in run}
+    plain = sps_by_turn([runs["after"]] if "after" in runs else [])
     ratios: Dict[str, float] = {}
     pairs: Dict[str, List[float]] = {}
-    for k in sorted({r["torchrun_ranks"] for r in runs.values() if r.get("torchrun_ranks")}):
-        under = {r["turn"]: r["sps"] for r in runs.values() if r.get("torchrun_ranks") == k and "sps" in r}
+    for k in sorted({e["torchrun_ranks"] for e in runs.values() if e.get("torchrun_ranks")}):
+        under = sps_by_turn([e for e in runs.values() if e.get("torchrun_ranks") == k])
         if plain and under:
             ratios[str(k)] = (sum(under.values()) / len(under)) / (sum(plain.values()) / len(plain))
             pairs[str(k)] = [under[t] / plain[t] for t in sorted(under) if t in plain]
     return {"torchrun_vs_plain": ratios, "torchrun_vs_plain_pairs": pairs} if ratios else {}
+
+
+# ---------------------------------------------------------------------------- turns
+SPREAD_KEYS = ("sps", "vs_raw", "rollout_sps", "rollout_vs_raw", "learner_wait")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One trainer run: ``label`` of case ``name`` in ``turn``, ``root``'s trainer with ``flags`` (``nproc`` > 0:
+    under torchrun with that many ranks)."""
+
+    name: str
+    label: str
+    root: Path
+    flags: Tuple[str, ...]
+    turn: int
+    nproc: int = 0
+
+    @property
+    def always(self) -> bool:
+        """The first turn's before and after: they run whatever the time budget."""
+        return self.turn == 1 and self.label in ("before", "after")
+
+
+def schedule(cases: Dict[str, Case], turns: Dict[str, int], before: Optional[Path], variants: bool) -> List[Job]:
+    """Every run, in order: turn by turn (case ``name`` takes part in ``turns[name]`` of them), every case's
+    before, after and torchrun runs, then every case's variants.  Round-robin, so that drift between runs
+    hits each label alike; within a turn, the figures the issue asks for first."""
+    jobs: List[Job] = []
+    for turn in range(1, max(turns.values(), default=0) + 1):
+        now = [name for name in cases if turn <= turns[name]]
+        for name in now:
+            case = cases[name]
+            jobs += [Job(name, "before", before, (), turn)] if before is not None else []
+            jobs.append(Job(name, "after", ROOT, case.after_flags, turn))
+            jobs += [Job(name, f"after, torchrun {k} rank(s)", ROOT, case.after_flags, turn, k)
+                     for k in case.torchrun_ranks]
+        if variants:
+            jobs += [Job(name, label, ROOT, flags, turn) for name in now for label, flags in cases[name].variants]
+    return jobs
+
+
+def spread_of(values: List[float], key: str) -> Dict[str, float]:
+    """``{key}_median``, ``{key}_min``, ``{key}_max`` of ``values`` (NaNs left out); empty without any."""
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not values:
+        return {}
+    return {f"{key}_median": statistics.median(values), f"{key}_min": min(values), f"{key}_max": max(values)}
+
+
+def label_entry(runs: List[Dict], turns: int) -> Dict:
+    """The entry of one label from its runs, one per turn so far (each with its ``turn``), of ``turns``: the
+    run itself where ``turns`` is 1; else every run (skipped and failed ones included) under ``turns`` and,
+    over the turns that ran, the median, min and max of each of :data:`SPREAD_KEYS`, each phase's median ms
+    and the median iteration ms.  No turn ran: the last error, a real failure before a skip."""
+    if turns == 1:
+        return runs[0]
+    entry: Dict = {"flags": runs[0]["flags"], "turns": runs}
+    entry.update({"torchrun_ranks": runs[0]["torchrun_ranks"]} if "torchrun_ranks" in runs[0] else {})
+    ran = [r for r in runs if "sps" in r]
+    if not ran:
+        failed = [r for r in runs if not r["error"].startswith("skipped")] or runs
+        return {**entry, "error": failed[-1]["error"]}
+    for key in SPREAD_KEYS:
+        entry.update(spread_of([r[key] for r in ran if key in r], key))
+    phases = sorted({k for r in ran for k in r["phases_ms"]}, key=phase_order)
+    entry.update(batch_steps=ran[0]["batch_steps"],
+                 iteration_ms=statistics.median(r["iteration_ms"] for r in ran),
+                 phases_ms={k: statistics.median(r["phases_ms"][k] for r in ran if k in r["phases_ms"])
+                            for k in phases})
+    return entry
+
+
+def raw_entry(raws: Dict[int, Dict], turns: int) -> Dict:
+    """A case's ``raw`` from raw EnvPool's figure in each turn so far ({turn: figure}), of ``turns``: the
+    figure itself where ``turns`` is 1; else every turn's (with its ``turn``) under ``turns`` and the median,
+    min and max of their steps/s."""
+    if turns == 1:
+        return raws[1]
+    return {**spread_of([r["sps"] for r in raws.values()], "sps"),
+            "turns": [{**raw, "turn": turn} for turn, raw in raws.items()]}
 
 
 # ---------------------------------------------------------------------------- report
@@ -395,9 +497,51 @@ def git_commit(root: Path) -> Optional[str]:
     return lines[1] + ("+dirty" if status.returncode != 0 or status.stdout.strip() else "")
 
 
+def spread(entry: Dict, key: str) -> Optional[Tuple[float, Optional[float], Optional[float]]]:
+    """``key``'s figure in a run entry or a case's ``raw``: (median, min, max) over the turns of a multi-turn
+    entry, (value, None, None) of a single run; None where the entry has no such figure."""
+    if f"{key}_median" in entry:
+        return entry[f"{key}_median"], entry[f"{key}_min"], entry[f"{key}_max"]
+    return (entry[key], None, None) if key in entry else None
+
+
+def median(entry: Dict, key: str) -> float:
+    """``key``'s figure (a multi-turn entry: its median over the turns); NaN where absent."""
+    got = spread(entry, key)
+    return float("nan") if got is None else got[0]
+
+
+def steps_cell(entry: Dict, key: str = "sps") -> str:
+    """Steps/s: ``12,345``; over several turns the median and the range, ``12,345 (12,001-12,678)``."""
+    value, lo, hi = spread(entry, key)
+    return f"{value:,.0f}" if lo is None else f"{value:,.0f} ({lo:,.0f}-{hi:,.0f})"
+
+
+def percent_cell(entry: Dict, key: str) -> str:
+    """A ratio in percent: ``92%``; over several turns the median and the range, ``92.5% (88.1-93.0)``;
+    empty where absent."""
+    got = spread(entry, key)
+    if got is None:
+        return ""
+    value, lo, hi = got
+    return f"{100 * value:.0f}%" if lo is None else f"{100 * value:.1f}% ({100 * lo:.1f}-{100 * hi:.1f})"
+
+
+def turns_label(label: str, entry: Dict, turns: int) -> str:
+    """A run's label, with how many of the case's ``turns`` gave figures where some did not."""
+    ran = sum("sps" in run for run in entry.get("turns", ()))
+    return f"{label} ({ran} of {turns} turns)" if "turns" in entry and ran < turns else label
+
+
 def table(results: Dict) -> str:
     def pct(x):
         return f"{100 * x:.1f}%" if isinstance(x, float) and math.isfinite(x) else "-"
+
+    def span(entry, key, scale=100.0, unit="%", digits=1):  # a multi-turn entry's range, after its row
+        got = spread(entry, key)
+        if got is None or got[1] is None:
+            return ""
+        return f"  {scale * got[1]:,.{digits}f}-{scale * got[2]:,.{digits}f}{unit}"
     lines = [f"{'case':<16}{'run':<38}{'steps/s':>12}{'vs raw':>9}{'rollout':>9}{'update ms':>11}{'wait':>8}",
              "-" * 103]
     for name, case in results["cases"].items():
@@ -406,23 +550,26 @@ def table(results: Dict) -> str:
                 text = f"{run['update_ms']:>11.1f}" if "update_ms" in run else f"  error: {run['error'][:50]}"
                 lines.append(f"{name if i == 0 else '':<16}{label:<38}{'':>30}{text}")
             continue
-        raw = case["raw"]["sps"]
-        lines.append(f"{name:<16}{'raw EnvPool':<38}{raw:>12,.0f}{'100.0%':>9}")
+        lines.append(f"{name:<16}{'raw EnvPool':<38}{median(case['raw'], 'sps'):>12,.0f}{'100.0%':>9}"
+                     + span(case["raw"], "sps", 1.0, " steps/s", 0))
         for label, run in reported_runs(case):
+            label = turns_label(label, run, case.get("num_turns", 1))
             if "error" in run:
                 lines.append(f"{'':<16}{label:<38}  error: {run['error'].splitlines()[-1][:60]}")
                 continue
             phases = run["phases_ms"]
             update = phases.get("update", phases.get("learner", float("nan")))
-            lines.append(f"{'':<16}{label:<38}{run['sps']:>12,.0f}{pct(run['sps'] / raw):>9}"
-                         f"{pct(run.get('rollout_sps', float('nan')) / raw):>9}{update:>11.1f}"
-                         f"{pct(run.get('learner_wait', float('nan'))):>8}")
+            lines.append(f"{'':<16}{label:<38}{median(run, 'sps'):>12,.0f}{pct(median(run, 'vs_raw')):>9}"
+                         f"{pct(median(run, 'rollout_vs_raw')):>9}{update:>11.1f}"
+                         f"{pct(median(run, 'learner_wait')):>8}" + span(run, "vs_raw"))
     for name, case in results["cases"].items():
         for k, ratio in case.get("torchrun_vs_plain", {}).items():
             turns = ", ".join(f"{r:.3f}" for r in case.get("torchrun_vs_plain_pairs", {}).get(k, []))
             lines.append(f"{name}: torchrun {k} rank(s) / plain steps/s = {ratio:.3f} (each turn: {turns})")
     lines.append("(rollout: PPO's rollout alone vs raw; update: PPO update / IMPALA learner busy ms per iteration;"
                  " wait: IMPALA learner's queue-wait share)")
+    if any(case.get("num_turns", 1) > 1 for case in results["cases"].values()):
+        lines.append("(several turns: each figure the median over the turns, the range of steps/s or vs raw last)")
     return "\n".join(lines)
 
 
@@ -458,7 +605,9 @@ def phase_order(phase: str) -> Tuple[int, bool, str]:
 def markdown(results: Dict, variants: bool = True) -> str:
     """Markdown of a results file: where and when, one throughput row per run, and each case's phase
     table (one row per run: its steps per iteration and each phase's ms per iteration -- IMPALA: per
-    learner update -- sub-phases after their phase).  Without ``variants``: before and after alone."""
+    learner update -- sub-phases after their phase).  A case of several turns: one row per label, each
+    figure the median over the turns, steps/s and ratios with their range in brackets, the phases the
+    median.  Without ``variants``: before and after alone."""
     meta = results["meta"]
     lines = [f"{meta.get('device_name')}, driver {meta.get('driver')}, CUDA {meta.get('cuda')}, torch "
              f"{meta.get('torch')}, Triton {meta.get('triton')}, EnvPool {meta.get('envpool')}, "
@@ -468,19 +617,21 @@ def markdown(results: Dict, variants: bool = True) -> str:
     trainer_cases = {n: c for n, c in results["cases"].items() if "runs" in c}
     for name, case in trainer_cases.items():
         title = f"{TITLES[case['trainer']]} {case['env_id']} {case['num_envs']} x {case['num_steps']}"
-        lines.append(f"| {title} | raw EnvPool | {case['raw']['sps']:,.0f} | 100% | | |")
+        title += f"; median (range) of {case['num_turns']} turns" if case.get("num_turns", 1) > 1 else ""
+        lines.append(f"| {title} | raw EnvPool | {steps_cell(case['raw'])} | 100% | | |")
         for label, run in (reported_runs(case) if variants else main_runs(reported_runs(case))):
+            label = turns_label(label, run, case.get("num_turns", 1))
             if "error" in run:
                 lines.append(f"| | {label} | {run['error'].splitlines()[-1][:60]} | | | |")
                 continue
-            rollout = f"{100 * run['rollout_vs_raw']:.0f}%" if "rollout_vs_raw" in run else ""
-            wait = f"{100 * run['learner_wait']:.0f}%" if "learner_wait" in run else ""
-            lines.append(f"| | {label} | {run['sps']:,.0f} | {100 * run['vs_raw']:.0f}% | {rollout} | {wait} |")
+            lines.append(f"| | {label} | {steps_cell(run)} | {percent_cell(run, 'vs_raw')} | "
+                         f"{percent_cell(run, 'rollout_vs_raw')} | {percent_cell(run, 'learner_wait')} |")
     for name, case in trainer_cases.items():
         runs = {label: run for label, run in case["runs"].items() if "phases_ms" in run}
         if not runs:
             continue
         unit = "ms / iteration" if case["trainer"] == "ppo" else "ms / learner update"
+        unit += f", median of {case['num_turns']} turns" if case.get("num_turns", 1) > 1 else ""
         phases = sorted({k for run in runs.values() for k in run["phases_ms"]}, key=phase_order)
         lines += ["", f"**{name}** ({unit})", "",
                   "| run | steps / iteration | " + " | ".join(k if "/" in k else f"**{k}**" for k in phases)
@@ -509,31 +660,21 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
     before = Path(args.before_root).resolve() if args.before_root else None
     if before is not None and not (before / "scripts" / "ppo.py").is_file():
         raise SystemExit(f"error: --before-root {before} has no scripts/ppo.py")
+    if args.turns is not None and args.turns < 1:
+        raise SystemExit(f"error: --turns must be at least 1, got {args.turns}")
+    cases = {name: quick_case(CASES[name]) if args.quick else CASES[name] for name in names if name in CASES}
+    turns = {name: args.turns or case.turns for name, case in cases.items()}
+    budget = args.time_budget if args.time_budget is not None else 400.0 * max(turns.values(), default=1)
+    jobs = schedule(cases, turns, before, args.variants)
     results: Dict = {"meta": machine(argv, args.before_root), "cases": {}}
-    raw_cache: Dict[Tuple[str, int], Dict] = {}
+    raws: Dict[Tuple[str, int, int], Dict] = {}  # (env, N, turn): raw EnvPool, shared by the cases of one env
+    runs: Dict[str, Dict[str, List[Dict]]] = {name: {} for name in cases}  # case: label: its run of each turn
+    case_raws: Dict[str, Dict[int, Dict]] = {name: {} for name in cases}  # case: turn: the raw its runs met
     t_start = time.perf_counter()
 
     def elapsed() -> float:
         return time.perf_counter() - t_start
 
-    # the figures the issue asks for first (raw, before, after of every case), then the variants while
-    # the time budget lasts
-    # case, label, checkout, flags, torchrun ranks, turn (plain and torchrun runs in turn; 0: not in turns)
-    jobs: List[Tuple[str, str, Path, Sequence[str], int, int]] = []
-    for name in names:
-        if name in CASES:
-            case = quick_case(CASES[name]) if args.quick else CASES[name]
-            jobs += [(name, "before", before, (), 0, 0)] if before is not None else []
-            turns = case.torchrun_turns if case.torchrun_ranks else 0
-            jobs.append((name, "after", ROOT, case.after_flags, 0, 1 if turns else 0))
-            for turn in range(1, turns + 1):  # in turn, so that drift between runs shows
-                again = f" ({turn})" if turn > 1 else ""
-                jobs += [(name, f"after{again}", ROOT, case.after_flags, 0, turn)] if again else []
-                jobs += [(name, f"after, torchrun {k} rank(s){again}", ROOT, case.after_flags, k, turn)
-                         for k in case.torchrun_ranks]
-    if args.variants:
-        jobs += [(name, label, ROOT, flags, 0, 0) for name in names if name in CASES
-                 for label, flags in (quick_case(CASES[name]) if args.quick else CASES[name]).variants]
     with tempfile.TemporaryDirectory(prefix="bench_trainer_") as tmp:
         for name in names:
             if name in UPDATE_CASES:
@@ -543,30 +684,31 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict:
                     sizes.update(minibatch=8, minibatches=2, epochs=1)
                 results["cases"][name] = {"updates": update_microbench(**sizes), **sizes}
                 write(results, out_path, t_start)
-        for i, (name, label, root, extra, nproc, turn) in enumerate(jobs):
-            case = quick_case(CASES[name]) if args.quick else CASES[name]
-            entry = results["cases"].get(name)
-            if entry is None:
-                print(f"[{elapsed():6.0f}s] {name}: raw EnvPool", flush=True)
-                key = (case.env_id, case.num_envs)
-                if key not in raw_cache:
-                    raw_cache[key] = raw_envpool(case, args.num_threads)
-                entry = results["cases"][name] = {
-                    "trainer": case.trainer, "env_id": case.env_id, "num_envs": case.num_envs,
-                    "num_steps": case.num_steps, "raw": raw_cache[key], "runs": {}}
-            if not (label in ("before", "after") or turn) and elapsed() > args.time_budget:
-                entry["runs"][label] = {"flags": list(extra), "error": f"skipped: past the {args.time_budget} s budget"}
-                continue
-            print(f"[{elapsed():6.0f}s] {name}: {label}", flush=True)
-            run = run_trainer(root, case, extra, Path(tmp) / f"run-{i}", args.run_timeout, nproc)
-            if "sps" in run:
-                run["vs_raw"] = run["sps"] / entry["raw"]["sps"]
-                if "rollout_sps" in run:
-                    run["rollout_vs_raw"] = run["rollout_sps"] / entry["raw"]["sps"]
-            run.update({"torchrun_ranks": nproc} if nproc else {})
-            run.update({"turn": turn} if turn else {})
-            entry["runs"][label] = run
-            entry.update(torchrun_vs_plain(entry["runs"]))
+        for i, job in enumerate(jobs):
+            case, k = cases[job.name], turns[job.name]
+            of_turn = f" (turn {job.turn} of {k})" if k > 1 else ""
+            if not job.always and elapsed() > budget:
+                run = {"flags": list(job.flags), "error": f"skipped: past the {budget} s budget"}
+            else:
+                key = (case.env_id, case.num_envs, job.turn)
+                if key not in raws:
+                    print(f"[{elapsed():6.0f}s] {job.name}: raw EnvPool{of_turn}", flush=True)
+                    raws[key] = raw_envpool(case, args.num_threads)
+                case_raws[job.name][job.turn] = raws[key]
+                print(f"[{elapsed():6.0f}s] {job.name}: {job.label}{of_turn}", flush=True)
+                run = run_trainer(job.root, case, job.flags, Path(tmp) / f"run-{i}", args.run_timeout, job.nproc)
+                if "sps" in run:
+                    run["vs_raw"] = run["sps"] / raws[key]["sps"]
+                    if "rollout_sps" in run:
+                        run["rollout_vs_raw"] = run["rollout_sps"] / raws[key]["sps"]
+                run.update({"torchrun_ranks": job.nproc} if job.nproc else {})
+            run.update({"turn": job.turn} if k > 1 else {})
+            runs[job.name].setdefault(job.label, []).append(run)
+            entries = {label: label_entry(done, k) for label, done in runs[job.name].items()}
+            results["cases"][job.name] = {
+                "trainer": case.trainer, "env_id": case.env_id, "num_envs": case.num_envs,
+                "num_steps": case.num_steps, **({"num_turns": k} if k > 1 else {}),
+                "raw": raw_entry(case_raws[job.name], k), "runs": entries, **torchrun_vs_plain(entries)}
             write(results, out_path, t_start)  # a call cut short still leaves what was measured
     write(results, out_path, t_start)
     print(f"\nwrote {out_path} ({results['meta']['wall_s']:.0f} s, {results['meta']['device_name']})\n")

@@ -125,11 +125,165 @@ def test_git_commit_marks_a_tree_that_differs_from_its_commit(tmp_path):
 
 
 def test_torchrun_ratio_pairs_the_runs_taken_in_turn():
-    runs = {"after": {"sps": 100.0, "turn": 1}, "after, torchrun 1 rank(s)": {"sps": 95.0, "turn": 1, "torchrun_ranks": 1},
-            "after (2)": {"sps": 120.0, "turn": 2}, "after, torchrun 1 rank(s) (2)": {"sps": 120.0, "turn": 2,
-                                                                                     "torchrun_ranks": 1},
-            "after, --compile": {"sps": 500.0}}  # a variant: not in the turns
+    under = [{"sps": 95.0, "turn": 1, "torchrun_ranks": 1}, {"sps": 120.0, "turn": 2, "torchrun_ranks": 1}]
+    runs = {"after": {"turns": [{"sps": 100.0, "turn": 1}, {"sps": 120.0, "turn": 2}]},
+            "after, torchrun 1 rank(s)": {"torchrun_ranks": 1, "turns": under},
+            "after, --compile": {"turns": [{"sps": 500.0, "turn": 1}, {"sps": 500.0, "turn": 2}]}}  # not plain
     out = B.torchrun_vs_plain(runs)
     assert out["torchrun_vs_plain"]["1"] == pytest.approx(215 / 220)
     assert out["torchrun_vs_plain_pairs"]["1"] == pytest.approx([0.95, 1.0])
+    single = {"after": {"sps": 100.0}, "after, torchrun 1 rank(s)": {"sps": 90.0, "torchrun_ranks": 1}}  # one turn
+    assert B.torchrun_vs_plain(single) == {"torchrun_vs_plain": {"1": 0.9}, "torchrun_vs_plain_pairs": {"1": [0.9]}}
     assert B.torchrun_vs_plain({"after": {"sps": 1.0}}) == {}
+
+
+# ---------------------------------------------------------------------------- turns (trainer runs mocked)
+TINY = B.Case("ppo", "CartPole-v1", num_envs=4, num_steps=8, warmup=1, timed=1, after_flags=("--after",),
+              variants=(("after, a", ("--a",)), ("after, b", ("--b",))))
+
+
+class FakeRuns:
+    """Stands in for raw EnvPool and the trainer subprocesses: records each call in order, answers with the
+    next of the figures given per kind of run (``raw``, or a run's flags joined), and moves a fake clock."""
+
+    def __init__(self, monkeypatch, figures=None, seconds_per_run=0.0):
+        self.calls, self.now, self.seconds = [], 0.0, seconds_per_run
+        self.figures = {k: list(v) for k, v in (figures or {}).items()}
+        monkeypatch.setattr(B, "raw_envpool", self.raw)
+        monkeypatch.setattr(B, "run_trainer", self.run)
+        monkeypatch.setattr(B, "time", type("Clock", (), {"perf_counter": staticmethod(lambda: self.now)}))
+
+    def next(self, kind, default):
+        left = self.figures.get(kind)
+        return left.pop(0) if left else default
+
+    def raw(self, case, threads):
+        self.calls.append("raw")
+        return {"sps": self.next("raw", 1000.0), "num_threads": 2, "steps": 4000, "tried": {"2": 1000.0}}
+
+    def run(self, root, case, extra, runs_dir, timeout, nproc=0):
+        kind = " ".join(extra) + (f" torchrun {nproc}" if nproc else "")
+        self.calls.append(kind)
+        self.now += self.seconds
+        sps = self.next(kind, 500.0)
+        return {"flags": list(extra), "process_s": 1.0, "iterations": 1, "steps": 32, "sps": sps,
+                "iteration_ms": self.next(kind + " ms", 10.0), "batch_steps": 32,
+                "phases_ms": {"rollout": self.next(kind + " rollout", 6.0), "update": 4.0},
+                "final_avg_return": None, "rollout_sps": 2 * sps}
+
+
+def test_turns_run_round_robin_with_raw_envpool_first(tmp_path, monkeypatch):
+    """Turn by turn: raw EnvPool, before, after, each variant -- the same order in every turn."""
+    monkeypatch.setitem(B.CASES, "tiny", TINY)
+    fake = FakeRuns(monkeypatch)
+    result = B.main(["--cases", "tiny", "--turns", "3", "--before-root", str(ROOT), "--out", str(tmp_path / "t.json")])
+    assert fake.calls == ["raw", "", "--after", "--a", "--b"] * 3  # "": before, whose flags the case does not add
+    case = result["cases"]["tiny"]
+    assert list(case["runs"]) == ["before", "after", "after, a", "after, b"] and case["num_turns"] == 3
+    for entry in case["runs"].values():
+        assert [run["turn"] for run in entry["turns"]] == [1, 2, 3]
+    assert [raw["turn"] for raw in case["raw"]["turns"]] == [1, 2, 3]
+    assert json.loads((tmp_path / "t.json").read_text())["cases"] == result["cases"]
+
+
+def test_torchrun_runs_take_turns_with_the_plain_run(tmp_path, monkeypatch):
+    """ppo-cartpole-torchrun1 is three turns of (plain after, after under torchrun) unless --turns says otherwise."""
+    fake = FakeRuns(monkeypatch, {"": [100.0, 120.0, 110.0], " torchrun 1": [95.0, 120.0, 99.0]})
+    torchrun1 = B.CASES["ppo-cartpole-torchrun1"]
+    monkeypatch.setitem(B.CASES, "tiny-torchrun", B.dataclasses.replace(torchrun1, after_flags=()))
+    case = B.main(["--cases", "tiny-torchrun", "--out", str(tmp_path / "t.json")])["cases"]["tiny-torchrun"]
+    assert fake.calls == ["raw", "", " torchrun 1"] * 3
+    assert case["torchrun_vs_plain"]["1"] == pytest.approx((95 + 120 + 99) / (100 + 120 + 110))
+    assert case["torchrun_vs_plain_pairs"]["1"] == pytest.approx([0.95, 1.0, 0.9])
+    assert case["runs"]["after, torchrun 1 rank(s)"]["sps_median"] == 99.0
+
+
+def test_each_label_gets_the_median_and_range_over_its_turns(tmp_path, monkeypatch):
+    """Each turn's run against that turn's raw EnvPool; per label the median, min and max over the turns."""
+    monkeypatch.setitem(B.CASES, "tiny", TINY)
+    FakeRuns(monkeypatch, {"raw": [100.0, 200.0, 100.0], "--after": [90.0, 150.0, 95.0],
+                           "--after ms": [10.0, 30.0, 20.0], "--after rollout": [5.0, 9.0, 7.0]})
+    argv = ["--cases", "tiny", "--turns", "3", "--no-variants", "--out", str(tmp_path / "t.json")]
+    case = B.main(argv)["cases"]["tiny"]
+    after = case["runs"]["after"]
+    assert [run["vs_raw"] for run in after["turns"]] == pytest.approx([0.9, 0.75, 0.95])
+    assert (after["vs_raw_median"], after["vs_raw_min"], after["vs_raw_max"]) == pytest.approx((0.9, 0.75, 0.95))
+    assert (after["sps_median"], after["sps_min"], after["sps_max"]) == (95.0, 90.0, 150.0)
+    assert (after["rollout_vs_raw_median"], after["rollout_vs_raw_min"]) == pytest.approx((1.8, 1.5))
+    assert after["phases_ms"] == {"rollout": 7.0, "update": 4.0} and after["iteration_ms"] == 20.0
+    assert (case["raw"]["sps_median"], case["raw"]["sps_min"], case["raw"]["sps_max"]) == (100.0, 100.0, 200.0)
+
+
+def test_a_multi_turn_result_renders_one_row_per_label_with_its_range(tmp_path, monkeypatch, capsys):
+    import results_tables
+    monkeypatch.setitem(B.CASES, "tiny", TINY)
+    FakeRuns(monkeypatch, {"raw": [1000.0, 2000.0, 1000.0], "--after": [900.0, 1500.0, 950.0],
+                           "--after rollout": [5.0, 9.0, 7.0], "--a": [880.0, 930.0, 1861.0]})
+    out = tmp_path / "t.json"
+    B.main(["--cases", "tiny", "--turns", "3", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "75.0-95.0%" in printed and "1,000-2,000 steps/s" in printed  # the console table's ranges
+    text = B.main(["--markdown", str(out)])["markdown"]
+    lines = text.splitlines()
+    title = "PPO CartPole-v1 4 x 8; median (range) of 3 turns"
+    assert f"| {title} | raw EnvPool | 1,000 (1,000-2,000) | 100% | | |" in lines
+    assert "| | after | 950 (900-1,500) | 90.0% (75.0-95.0) | 180.0% (150.0-190.0) |  |" in lines
+    assert "| | after, a | 930 (880-1,861) | 88.0% (46.5-186.1) | 176.0% (93.0-372.2) |  |" in lines
+    assert sum(line.startswith("| | after") for line in lines) == 3  # one row per label, not per turn
+    assert "**tiny** (ms / iteration, median of 3 turns)" in lines
+    assert "| after | 32 | 7.0 | 4.0 | 10.0 |" in lines  # the phases' medians
+    readme = results_tables.render(["trainer", str(out), "--cells", "readme"])
+    assert "| | after | 950 (900-1,500) | 90.0% (75.0-95.0) |" in readme and "after, a" not in readme
+
+
+def test_one_turn_keeps_the_single_run_layout(tmp_path, monkeypatch):
+    """--turns 1 (the default): a label's entry is its run, raw EnvPool's figure the case's raw, no turn keys."""
+    monkeypatch.setitem(B.CASES, "tiny", TINY)
+    fake = FakeRuns(monkeypatch)
+    default = B.main(["--cases", "tiny", "--out", str(tmp_path / "a.json")])["cases"]
+    assert fake.calls == ["raw", "--after", "--a", "--b"]
+    one = B.main(["--cases", "tiny", "--turns", "1", "--out", str(tmp_path / "b.json")])["cases"]
+    assert one == default and list(one["tiny"]) == ["trainer", "env_id", "num_envs", "num_steps", "raw", "runs"]
+    assert one["tiny"]["raw"] == fake.raw(None, 0)
+    after = fake.run(ROOT, TINY, ("--after",), None, 0)
+    assert one["tiny"]["runs"]["after"] == {**after, "vs_raw": 0.5, "rollout_vs_raw": 1.0}
+    assert list(one["tiny"]["runs"]["after"])[-2:] == ["vs_raw", "rollout_vs_raw"]
+
+
+def test_later_turns_and_variants_wait_for_the_budget(tmp_path, monkeypatch):
+    """Turn 1's after always runs; past --time-budget nothing else starts, each skipped turn saying so."""
+    monkeypatch.setitem(B.CASES, "tiny", TINY)
+    fake = FakeRuns(monkeypatch, seconds_per_run=1.0)
+    out = tmp_path / "t.json"
+    case = B.main(["--cases", "tiny", "--turns", "2", "--time-budget", "0", "--out", str(out)])["cases"]["tiny"]
+    assert fake.calls == ["raw", "--after"]
+    after, a = case["runs"]["after"], case["runs"]["after, a"]
+    assert [run.get("error") for run in after["turns"]] == [None, "skipped: past the 0.0 s budget"]
+    assert after["sps_median"] == 500.0 and len(case["raw"]["turns"]) == 1
+    assert a["error"] == "skipped: past the 0.0 s budget"
+    text = B.main(["--markdown", str(out)])["markdown"]
+    assert "| | after (1 of 2 turns) | 500 (500-500) |" in text and "after, a" not in text
+
+
+def test_the_default_budget_is_400_s_a_turn(tmp_path, monkeypatch):
+    monkeypatch.setitem(B.CASES, "tiny", B.dataclasses.replace(TINY, variants=TINY.variants[:1]))
+    fake = FakeRuns(monkeypatch, seconds_per_run=300.0)  # 2 turns: 800 s; the 4th run would start at 900 s
+    case = B.main(["--cases", "tiny", "--turns", "2", "--out", str(tmp_path / "t.json")])["cases"]["tiny"]
+    assert fake.calls == ["raw", "--after", "--a", "raw", "--after"]
+    assert case["runs"]["after, a"]["turns"][1]["error"] == "skipped: past the 800.0 s budget"
+
+
+def test_turns_must_be_positive(tmp_path):
+    with pytest.raises(SystemExit, match="--turns must be at least 1"):
+        B.main(["--cases", "ppo-cartpole", "--turns", "0", "--out", str(tmp_path / "t.json")])
+
+
+def test_the_committed_torchrun_result_renders_a_row_per_run():
+    """Results written before turns were one entry per label (``after (2)``) render as they did."""
+    results = json.loads((ROOT / "docs" / "results" / "torchrun_overhead.json").read_text())
+    text = B.markdown(results)
+    runs = results["cases"]["ppo-cartpole-torchrun1"]["runs"]
+    for label, run in runs.items():
+        assert f"| | {label} | {run['sps']:,.0f} | {100 * run['vs_raw']:.0f}% |" in text
+    pairs = ", ".join(f"{r:.3f}" for r in results["cases"]["ppo-cartpole-torchrun1"]["torchrun_vs_plain_pairs"]["1"])
+    assert f"(each turn: {pairs})" in B.table(results)
