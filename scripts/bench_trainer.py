@@ -120,13 +120,11 @@ CASES: Dict[str, Case] = {
     "ppo-cartpole": Case("ppo", "CartPole-v1", 4096, 128, warmup=2, timed=5, variants=CARTPOLE_VARIANTS,
                          raw_threads=(1, 2)),
     # the update of both checkouts: 4 epochs x 4 minibatches of the batch (CleanRL's Atari update)
-    "ppo-breakout": Case("ppo", "Breakout-v5", 4096, 16, warmup=1, timed=3,
+    "ppo-breakout": Case("ppo", "Breakout-v5", 4096, 16, warmup=1, timed=5,
                          flags=("--config", "configs/atari.yaml", "--num-minibatches", "4", "--update-epochs", "4"),
                          after_flags=("--minibatch-size", "0"), raw_steps=20, raw_warmup=3,
-                         variants=(("after, --num-threads cores/2", ("--minibatch-size", "0", "--num-threads",
-                                                                    str(max(1, num_cores() // 2)))),
-                                   # the frames' copy into pinned memory (rollout/h2d) on 4 threads, not 1
-                                   ("after, --torch-threads 4", ("--minibatch-size", "0", "--torch-threads", "4")))),
+                         # the frames' copy into pinned memory (rollout/h2d) on 4 threads, not 1
+                         variants=(("after, --torch-threads 4", ("--minibatch-size", "0", "--torch-threads", "4")),)),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
                             variants=(
