@@ -3,7 +3,8 @@
 * console: a `tqdm` progress bar over iterations whose postfix shows SPS and
   the latest episodic return (``console=False`` disables it);
 * ``metrics.jsonl`` in the run folder: one JSON object per :meth:`Logger.log`
-  call with every metric (always written; appended to on resume);
+  call with every metric (always written; appended to on resume), and
+  ``args.json`` beside it: the run's arguments (a resumed segment's replace them);
 * TensorBoard event files in the run folder (``torch.utils.tensorboard``);
 * wandb when ``track=True``; offline when ``WANDB_MODE`` says so or when the
   wandb server cannot be reached.  Metrics are plotted against
@@ -68,6 +69,10 @@ class Logger:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._jsonl = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
+        args_path = self.run_dir / "args.json"
+        args_path.with_suffix(".tmp").write_text(json.dumps({k: _jsonable(v) for k, v in config.items()},
+                                                            indent=1, default=str) + "\n")
+        args_path.with_suffix(".tmp").replace(args_path)
         self._tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter

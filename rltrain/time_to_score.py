@@ -64,6 +64,9 @@ class Crossing:
 
 
 def _saved_args(run_dir: Path) -> Dict[str, Any]:
+    """The run's arguments: its ``args.json``, else those saved in its checkpoint, else none."""
+    if (run_dir / "args.json").is_file():
+        return dict(json.loads((run_dir / "args.json").read_text()))
     for name in ("final.pt", "latest.pt"):
         path = run_dir / "checkpoints" / name
         if path.is_file():

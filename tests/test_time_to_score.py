@@ -121,3 +121,16 @@ def test_wall_s_continues_across_resume(tmp_path):
     assert saved_s == pytest.approx(walls[3], abs=0.5)  # the checkpoint of iteration 4 holds its seconds
     assert all(b > a for a, b in zip(walls, walls[1:]))  # the resumed segment starts where the first ended
     assert walls[4] - saved_s < 5.0 and load_run(first["run_dir"]).wall_s[-1] == walls[-1]
+
+
+def test_a_run_folder_names_its_arguments_without_a_checkpoint(tmp_path):
+    """A run without checkpoints still says how it was run: ``args.json`` beside ``metrics.jsonl``."""
+    out = ppo.main(ppo.cli(["--runs-dir", str(tmp_path), "--num-envs", "4", "--num-steps", "16", "--no-progress",
+                            "--seed", "7", "--exp-name", "short", "--learning-rate", "0.001",
+                            "--total-timesteps", str(4 * 16 * 2)]))
+    run_dir = Path(out["run_dir"])
+    assert not (run_dir / "checkpoints").exists()
+    saved = json.loads((run_dir / "args.json").read_text())
+    assert (saved["seed"], saved["exp_name"], saved["learning_rate"]) == (7, "short", 0.001)
+    run = load_run(run_dir)
+    assert (run.trainer, run.seed, run.exp_name, run.args["num_envs"]) == ("ppo", 7, "short", 4)
