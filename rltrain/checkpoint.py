@@ -11,21 +11,22 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, BinaryIO, Callable, Dict
 
 import torch
 
-__all__ = ["save_checkpoint", "load_checkpoint"]
+__all__ = ["save_checkpoint", "load_checkpoint", "write_atomically"]
 
 
-def save_checkpoint(state: Dict[str, Any], path: str | Path) -> Path:
-    """Atomically write ``state`` (``torch.save``) to ``path``; returns ``path``."""
+def write_atomically(path: str | Path, write: Callable[[BinaryIO], Any]) -> Path:
+    """Call ``write(f)`` on a temp file beside ``path``, flush it to disk, then rename it to ``path``:
+    readers see the old file or the whole new one, never part of it.  Returns ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -34,6 +35,11 @@ def save_checkpoint(state: Dict[str, Any], path: str | Path) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def save_checkpoint(state: Dict[str, Any], path: str | Path) -> Path:
+    """Atomically write ``state`` (``torch.save``) to ``path``; returns ``path``."""
+    return write_atomically(path, lambda f: torch.save(state, f))
 
 
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> Dict[str, Any]:

@@ -27,6 +27,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 from tqdm.auto import tqdm
 
+from rltrain.checkpoint import write_atomically
+
 __all__ = ["Logger", "wandb_mode"]
 
 
@@ -69,10 +71,8 @@ class Logger:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._jsonl = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
-        args_path = self.run_dir / "args.json"
-        args_path.with_suffix(".tmp").write_text(json.dumps({k: _jsonable(v) for k, v in config.items()},
-                                                            indent=1, default=str) + "\n")
-        args_path.with_suffix(".tmp").replace(args_path)
+        args_json = json.dumps({k: _jsonable(v) for k, v in config.items()}, indent=1, default=str) + "\n"
+        write_atomically(self.run_dir / "args.json", lambda f: f.write(args_json.encode()))
         self._tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
