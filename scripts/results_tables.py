@@ -119,11 +119,8 @@ def vs_before_matrix(by_cell: dict) -> list[str]:
     under it their geometric mean and the cells below 0.95x."""
     columns = [(e, d, lay) for e in CORE_ESTIMATORS for d in ("f32", "bf16") for lay in ("tn", "nt")]
     shapes = list(dict.fromkeys((k[1], k[2]) for k in by_cell))
-    ratios = {}
-    for key, impls in by_cell.items():
-        fused, before = impls.get("triton", {}), impls.get("before", {})
-        if fused.get("status") == "ok" and before.get("status") == "ok":
-            ratios[key] = before["device_us"] / fused["device_us"]
+    ratios = {key: impls["triton"]["speedup_vs_before"] for key, impls in by_cell.items()
+              if "speedup_vs_before" in impls.get("triton", {})}  # bench_kernels.add_ratios's
     lines = ["| N x T | " + " | ".join(f"{NAMES[e]} {d} {LAYOUTS[lay]}" for e, d, lay in columns) + " |",
              "| --- |" + " ---: |" * len(columns)]
     for N, T in shapes:
