@@ -6,6 +6,7 @@
   imported.  This file is imported by pytest before any test module.
 * ``device`` fixture: ``"cuda"`` when available, else ``"cpu"``; the same
   suite runs on both.  ``fp32_cuda``: no TF32 on CUDA during a test (results compared across layouts).
+* ``needs_mujoco``: skip where the installed EnvPool was built without its MuJoCo tasks.
 * ``load_script``: import a trainer script (``scripts/<name>.py``) as a module.
 * ``torchrun`` / ``torchrun_failures``: launch a script on CPU ranks (Gloo) and read the
   launcher's failure summary.
@@ -35,6 +36,18 @@ from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
 import pytest  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _envpool_has_mujoco() -> bool:
+    try:
+        import envpool
+    except ImportError:
+        return False
+    return "Hopper-v4" in envpool.list_all_envs()
+
+
+# EnvPool builds without the MuJoCo tasks exist (the package's MuJoCo part is optional to build).
+needs_mujoco = pytest.mark.skipif(not _envpool_has_mujoco(), reason="this EnvPool build has no MuJoCo tasks")
 
 
 def load_script(name: str):

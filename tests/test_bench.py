@@ -254,6 +254,7 @@ def test_before_root_runs_another_checkouts_kernels_in_this_process(tmp_path):
     ``before``, timed beside this checkout's kernels with ``speedup_vs_before``; this checkout's
     modules stay the ones ``import kernels`` finds."""
     import kernels
+    import kernels.reference  # noqa: F401  (the stand-in's gae; loaded before ``kernels`` is swapped)
     from kernels import _triton
 
     before = tmp_path / "before" / "kernels"

@@ -6,6 +6,7 @@ import torch
 
 from envs import EpisodeStats, ObsNormalizer, RewardNormalizer, RunningMeanStd, UnknownEnvError, env_family, make_envs
 from rltrain.config import ConfigError
+from conftest import needs_mujoco
 
 
 def test_unknown_env_lists_close_matches():
@@ -21,9 +22,13 @@ def test_num_envs_must_be_positive():
 def test_families_and_spaces():
     assert env_family("CartPole-v1") == "classic"
     assert env_family("Breakout-v5") == "atari"
-    assert env_family("HalfCheetah-v4") == "mujoco"
     envs, info = make_envs("Breakout-v5", 2, 0)
     assert info.obs_shape == (4, 84, 84) and info.obs_dtype == np.uint8 and info.discrete
+
+
+@needs_mujoco
+def test_mujoco_family_and_box_actions():
+    assert env_family("HalfCheetah-v4") == "mujoco"
     envs, info = make_envs("Hopper-v4", 2, 0)
     assert not info.discrete and info.action_shape == (3,) and info.action_low is not None
 

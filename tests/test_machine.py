@@ -62,7 +62,7 @@ def test_driver_is_none_without_nvidia_smi(tmp_path, monkeypatch):
 
 def test_missing_package_has_no_version():
     assert machine.package_version("no_such_package_for_rltrain") is None
-    assert machine.package_version("torch") == torch.__version__
+    assert torch.__version__.startswith(machine.package_version("torch"))  # metadata may drop a "+cu130" tag
 
 
 @pytest.mark.cuda

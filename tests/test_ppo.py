@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import load_script
+from conftest import load_script, needs_mujoco
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "ppo.py"
@@ -51,6 +51,7 @@ def test_smoke_atari(tmp_path):
     assert list((Path(out["run_dir"])).glob("events.out.tfevents.*"))  # TensorBoard
 
 
+@needs_mujoco
 def test_smoke_mujoco_gaussian_normalized(tmp_path):
     out = run_inproc(tmp_path, "--config", str(ROOT / "configs" / "mujoco.yaml"), "--env-id", "Hopper-v4",
                      *TINY, "--total-timesteps", "32", "--ca-backend", "triton", "--save-model")

@@ -127,7 +127,7 @@ def test_preset_of_the_wrong_type_is_named(tmp_path):
 def test_cli_exits_2_with_the_message(script, flags, tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{script}.py"), "--runs-dir", str(tmp_path),
                         *flags], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
     assert r.returncode == 2, r.stderr[-2000:]
     assert r.stderr.strip().splitlines()[-1] == "error: " + BAD[flags[0][2:].replace("-", "_")][1]
 
