@@ -18,6 +18,8 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
 * **pruning** -- the return is reported every ``--report-every-s`` training seconds; Optuna's
   median pruner stops a trial whose return is below the median of earlier trials at the same time
   (after ``--startup-trials`` complete trials and the first quarter of the budget).
+* **start** -- a new study's first trial trains the preset's own values (``--no-start-from-preset``:
+  sampled), so the search measures the preset it is to improve on.
 * **sampler** -- TPE, seeded by ``--seed`` plus the number of trials already stored (a resumed search
   draws new values); all trials train with the same ``--train-seed``.
 * **storage** -- an Optuna journal file (``--study-dir``/``<study>.journal``): a search stopped at any
@@ -129,6 +131,8 @@ class Args:
     """where --write-best writes (empty: docs/results/hparam_search_<trainer>_<env>.json)"""
     top: int = 5
     """trials listed in the written JSON"""
+    start_from_preset: bool = True
+    """a new study's first trial trains the preset's own values (where they lie in the space)"""
     quick: bool = False
     """a CPU check of the whole loop: 3 tiny CartPole trials of 4 s each"""
 
@@ -153,6 +157,20 @@ def suggest(trial, space: Dict[str, tuple]) -> Dict[str, Any]:
         else:
             values[name] = trial.suggest_float(name, spec[1], spec[2], log=spec[3])
     return values
+
+
+def in_space(value: Any, spec: tuple) -> bool:
+    if spec[0] == "categorical":
+        return value in spec[1]
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and spec[1] <= value <= spec[2]
+
+
+def preset_values(trainer, args: Args, config: str, space: Dict[str, tuple]) -> Optional[Dict[str, Any]]:
+    """The preset's value of each flag of ``space`` (as the trainer parses ``config``), or ``None``
+    where one lies outside the space."""
+    parsed = trainer.cli(trial_flags(args, {}, config=config))
+    values = {name: getattr(parsed, name) for name in space}
+    return values if all(in_space(values[k], spec) for k, spec in space.items()) else None
 
 
 def trial_flags(args: Args, values: Dict[str, Any], config: Optional[str] = None) -> List[str]:
@@ -307,6 +325,12 @@ def main(args: Args) -> Dict[str, Any]:
         value = "" if trial.value is None else f" return {trial.value:.2f}"
         print(f"trial {trial.number}: {trial.state.name.lower()}{value} {trial.params}", flush=True)
 
+    if args.start_from_preset and not study.trials:
+        start = preset_values(trainer, args, str(config), space)
+        if start is None:
+            print(f"the preset {args.config} lies outside the space: the search starts from sampled values")
+        else:
+            study.enqueue_trial(start)
     if args.trials:
         study.optimize(objective, n_trials=args.trials, catch=(RuntimeError,), callbacks=[progress])
     doc = best_document(study, args, space)

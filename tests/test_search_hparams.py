@@ -54,3 +54,15 @@ def test_every_value_of_the_space_is_a_flag_of_the_trainer(trainer):
         assert parsed.num_envs == 2048 and parsed.env_id == "Pong-v5"
         assert {k: getattr(parsed, k) for k in values} == values
     assert search.trial_flags(args, values)[:2] == ["--config", search.PRESETS[trainer]]
+
+
+@pytest.mark.parametrize("trainer", ["ppo", "impala"])
+def test_a_new_study_starts_from_the_atari_preset(trainer):
+    """The Atari presets lie in their trainer's space, so a new search's first trial is the preset."""
+    args = search.Args(trainer=trainer)
+    config = str(ROOT / search.PRESETS[trainer])
+    start = search.preset_values(load_script(trainer), args, config, search.SPACES[trainer])
+    preset = load_script(trainer).cli(["--config", config])
+    assert start is not None and start == {k: getattr(preset, k) for k in search.SPACES[trainer]}
+    narrow = dict(search.SPACES[trainer], learning_rate=("float", 10 * preset.learning_rate, 1.0, True))
+    assert search.preset_values(load_script(trainer), args, config, narrow) is None
