@@ -27,14 +27,15 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
 * ``--write-best`` writes the best trials, the space and the machine to
   ``docs/results/hparam_search_<trainer>_<env>.json``, with the command of the best trial.
 
-PPO's space (``PPO_ATARI_SPACE``) covers what sets the speed of learning at 1024-4096 envs: learning
-rate and its annealing horizon (``--total-timesteps``; annealing itself on or off), rollout length,
-minibatch size (in steps, so it keeps its meaning when ``--num-envs`` changes) and epochs, which
-together give the gradient steps per env step, the clip and entropy coefficients, GAE lambda and
-the gradient clipping norm.  ``--num-envs`` is the user's; gamma, the value loss and the network stay
-the preset's.  Combinations the trainer rejects (a minibatch larger than the batch) are pruned
-before they start.  IMPALA's (``IMPALA_ATARI_SPACE``) has the same kinds of flags plus V-trace's
-lambda; its minibatches are counted (``--num-minibatches``), as they are whole env columns.
+PPO's space (``PPO_ATARI_SPACE``) holds the seven flags that set the speed of learning at 1024-4096
+envs: learning rate and its annealing horizon (``--total-timesteps``), rollout length, minibatch size
+(in steps, so it keeps its meaning when ``--num-envs`` changes) and epochs, which together give the
+gradient steps per env step, and the clip and entropy coefficients.  A trial costs minutes of a GPU
+host, so a search runs tens of trials, not hundreds: GAE lambda, gradient clipping, gamma, the value
+loss, the network and ``--num-envs`` (the user's) stay the preset's.  Combinations the trainer
+rejects (a minibatch larger than the batch) are pruned before they start.  IMPALA's
+(``IMPALA_ATARI_SPACE``) has the same kinds of flags plus V-trace's lambda; its minibatches are
+counted (``--num-minibatches``), as they are whole env columns.
 """
 
 from __future__ import annotations
@@ -62,26 +63,21 @@ from rltrain.validation import validate  # noqa: E402
 # name -> ("float" | "int", low, high, log) or ("categorical", choices); flags of the trainer
 PPO_ATARI_SPACE: Dict[str, tuple] = {
     "learning_rate": ("float", 1e-4, 3e-3, True),
-    "anneal_lr": ("categorical", [True, False]),
     "total_timesteps": ("int", 3_000_000, 50_000_000, True),  # the annealing horizon
     "num_steps": ("categorical", [16, 32, 64, 128]),
     "minibatch_size": ("categorical", [1024, 2048, 4096, 8192, 16384]),
     "update_epochs": ("int", 1, 4, False),
     "clip_coef": ("float", 0.1, 0.3, False),
     "ent_coef": ("float", 1e-4, 3e-2, True),
-    "gae_lambda": ("float", 0.9, 0.99, False),
-    "max_grad_norm": ("float", 0.25, 4.0, True),
 }
 IMPALA_ATARI_SPACE: Dict[str, tuple] = {
     "learning_rate": ("float", 1e-4, 3e-3, True),
-    "anneal_lr": ("categorical", [True, False]),
     "total_timesteps": ("int", 5_000_000, 100_000_000, True),  # the annealing horizon
     "num_steps": ("categorical", [10, 20, 40]),
     "num_minibatches": ("categorical", [1, 2, 4, 8, 16]),
     "update_epochs": ("int", 1, 2, False),
     "ent_coef": ("float", 1e-4, 3e-2, True),
     "vtrace_lambda": ("float", 0.9, 1.0, False),
-    "max_grad_norm": ("float", 0.5, 40.0, True),
 }
 SPACES = {"ppo": PPO_ATARI_SPACE, "impala": IMPALA_ATARI_SPACE}
 PRESETS = {"ppo": "configs/atari.yaml", "impala": "configs/impala_atari.yaml"}
