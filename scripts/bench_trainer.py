@@ -167,6 +167,7 @@ UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on 
     ("cuDNN timed + channels_last + TF32 (--no-torch-deterministic)",
      UpdateVariant(deterministic=False, channels_last=True, tf32=True)),
     ("cuDNN timed + bf16 autocast", UpdateVariant(deterministic=False, bf16=True)),
+    ("cuDNN timed + channels_last + bf16 autocast", UpdateVariant(deterministic=False, channels_last=True, bf16=True)),
     ("cuDNN timed + compile", UpdateVariant(deterministic=False, compiled=True)),
 )
 
