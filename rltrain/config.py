@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import difflib
 import sys
 from pathlib import Path
-from typing import Any, Dict, Literal, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, Dict, Literal, Optional, Sequence, Type, TypeVar
 
 import tyro
 import yaml
@@ -152,3 +152,13 @@ def parse_args(
         except (TypeError, ValueError) as e:
             raise ConfigError(f"config file {path}: {e}") from None
     return tyro.cli(cls, args=argv, default=default, description=description)
+
+
+def exit_on_config_error(run: Callable[[], Any]) -> Any:
+    """``run()``, for a script's ``__main__``: a :class:`ConfigError` (bad input) prints ``error: <message>``
+    on stderr and exits with status 2, as the trainers do."""
+    try:
+        return run()
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

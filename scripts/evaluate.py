@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 from agents import make_agent  # noqa: E402
 from envs import ObsNormalizer  # noqa: E402
 from rltrain.checkpoint import load_checkpoint  # noqa: E402
-from rltrain.config import ConfigError  # noqa: E402
+from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
 from rltrain.evaluation import AgentPolicy, VideoRecorder, evaluate, make_eval_envs  # noqa: E402
 from rltrain.runtime import select_device  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
@@ -120,8 +120,4 @@ def main(args: Args) -> Dict[str, Any]:
 
 
 if __name__ == "__main__":
-    try:
-        main(tyro.cli(Args, description=__doc__))
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__)))

@@ -56,7 +56,7 @@ import tyro
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
-from rltrain.config import ConfigError  # noqa: E402
+from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
 from rltrain.time_to_score import RETURN, WALL, host_info  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
@@ -356,8 +356,4 @@ def _load_trainer(name: str):
 if __name__ == "__main__":
     # a SIGTERM (e.g. from `timeout`) unwinds like an exception, so the running trial is stopped with it
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    try:
-        main(tyro.cli(Args, description=__doc__))
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__)))

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
-from rltrain.config import ConfigError, parse_args  # noqa: E402
+from rltrain.config import ConfigError, exit_on_config_error, parse_args  # noqa: E402
 from rltrain.credit import CreditAssignment, RECOMPUTE_MODES  # noqa: E402
 from rltrain.logger import Logger, wandb_mode  # noqa: E402
 from rltrain.machine import machine_info  # noqa: E402
@@ -445,9 +445,5 @@ def cli(argv: Optional[list] = None) -> Args:
 
 
 if __name__ == "__main__":
-    try:
-        result = main(cli())
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    result = exit_on_config_error(lambda: main(cli()))
     sys.exit(1 if result.get("failed") else 0)

@@ -24,7 +24,7 @@ import tyro
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
 
-from rltrain.config import ConfigError, load_yaml_preset  # noqa: E402
+from rltrain.config import ConfigError, exit_on_config_error, load_yaml_preset  # noqa: E402
 from rltrain.time_to_score import (Run, command_line, host_info, load_run, parse_thresholds, plot,  # noqa: E402
                                    summarize, to_json)
 
@@ -92,8 +92,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    try:
-        main(tyro.cli(Args, description=__doc__))
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__)))

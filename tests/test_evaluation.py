@@ -125,6 +125,17 @@ def test_evaluate_rejects_what_is_not_a_checkpoint(tmp_path):
         evaluate_script.main(evaluate_script.Args(checkpoint=str(tmp_path / "other.pt")))
 
 
+@pytest.mark.parametrize("script,flags,message", [
+    ("evaluate", ["--checkpoint", "missing.pt"], "error: checkpoint not found: missing.pt"),
+    ("time_to_score", ["missing"], "error: no metrics.jsonl in missing"),
+])
+def test_tools_exit_2_naming_the_bad_input(script, flags, message, tmp_path):
+    """The tools beside the trainers end bad input as the trainers do: the message, exit status 2."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{script}.py"), *flags], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == message, r.stderr[-2000:]
+
+
 def test_atari_evaluation_plays_whole_games_with_game_scores(tmp_path):
     """Breakout with episodic life off: one episode is a whole game (5 lives), scores unclipped."""
     out = ppo.main(ppo.cli(["--runs-dir", str(tmp_path), "--env-id", "Breakout-v5", "--num-envs", "2",
