@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -248,14 +249,18 @@ def test_checked_times_rotates_input_sets():
     assert single == {"right": [1.0]} and len(set(seen)) == 1
 
 
-def test_before_root_runs_another_checkouts_kernels_in_this_process(tmp_path):
+def test_before_root_runs_another_checkouts_kernels_in_this_process(tmp_path, monkeypatch):
     """``--before-root`` imports another checkout's ``kernels`` (here a stand-in whose ``gae`` is the
     float64 reference and whose ``_triton`` module shares a name with this checkout's) as impl
     ``before``, timed beside this checkout's kernels with ``speedup_vs_before``; this checkout's
     modules stay the ones ``import kernels`` finds."""
     import kernels
-    import kernels.reference  # noqa: F401  (the stand-in's gae; loaded before ``kernels`` is swapped)
     from kernels import _triton
+    from kernels.reference import gae as reference_gae
+
+    def stand_in_gae(*args, time_dim=0, **kwargs):
+        assert time_dim == 0
+        return tuple(o.float() for o in reference_gae(*args, **kwargs))
 
     before = tmp_path / "before" / "kernels"
     before.mkdir(parents=True)
@@ -264,10 +269,8 @@ def test_before_root_runs_another_checkouts_kernels_in_this_process(tmp_path):
         "from kernels import _triton\n"
         "from kernels_reference_for_test import gae\n"
         "ESTIMATORS = ('gae',)\n")
-    (tmp_path / "before" / "kernels_reference_for_test.py").write_text("from kernels.reference import gae as _gae\n"
-                                                                       "def gae(*a, time_dim=0, **k):\n"
-                                                                       "    assert time_dim == 0\n"
-                                                                       "    return tuple(o.float() for o in _gae(*a, **k))\n")
+    # registered up front: while the stand-in loads, ``kernels.*`` names resolve to its own package
+    monkeypatch.setitem(sys.modules, "kernels_reference_for_test", types.SimpleNamespace(gae=stand_in_gae))
     sys.modules.pop(B.BEFORE_MODULE, None)
     try:
         result = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8",
