@@ -5,13 +5,15 @@ A run folder's ``metrics.jsonl`` has one row per iteration with ``global_step``,
 ``charts/avg_episodic_return`` (the mean of the last 100 finished episodes; the trainers' Atari
 returns are game scores: unclipped, whole games).  Functions here:
 
-* :func:`load_run` -- the run's curve.  A resumed segment logs again the iterations after its
-  checkpoint that the killed segment had logged; the last row of an iteration wins, so the curve
-  follows the segments whose time was counted.
+* :func:`load_run` -- the run's curve, arguments and machine (``machine.json``).  A resumed segment
+  logs again the iterations after its checkpoint that the killed segment had logged; the last row of
+  an iteration wins, so the curve follows the segments whose time was counted.
+  :func:`runs_from_document` -- the runs of a written document, from the curves it stores.
 * :func:`first_crossing` -- the first row whose average return is ``>= threshold``.
 * :func:`step_curve` / :func:`band` -- curves of several seeds on one grid (the last logged value
   at each point, no interpolation between rows) and their median, min and max.
-* :func:`summarize` -- the JSON document of ``scripts/time_to_score.py``; :func:`plot` its PNGs.
+* :func:`summarize` -- the JSON document of ``scripts/time_to_score.py``; :func:`plot` its PNGs;
+  :func:`markdown` its tables (``scripts/results_tables.py time-to-score``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Run", "Crossing", "load_run", "first_crossing", "step_curve", "band", "summarize", "plot",
-           "parse_thresholds", "host_info", "command_line", "to_json", "RETURN", "WALL"]
+__all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "first_crossing", "step_curve", "band", "summarize", "plot",
+           "parse_thresholds", "host_info", "command_line", "markdown", "to_json", "RETURN", "WALL"]
 
 RETURN = "charts/avg_episodic_return"
 WALL = "charts/wall_s"
@@ -46,6 +48,8 @@ class Run:
     steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
     wall_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     returns: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    machine: Dict[str, Any] = field(default_factory=dict)  # where it trained (its latest segment)
+    command: Optional[str] = None  # how it was started, where known without its args
 
     @property
     def group(self) -> str:
@@ -76,8 +80,15 @@ def _saved_args(run_dir: Path) -> Dict[str, Any]:
     return {}
 
 
+def _saved_machine(run_dir: Path) -> Dict[str, Any]:
+    """The machine of the run's latest segment (``machine.json``, written by the trainers), or none."""
+    path = run_dir / "machine.json"
+    segments = json.loads(path.read_text()) if path.is_file() else []
+    return dict(segments[-1]) if segments else {}
+
+
 def load_run(run_dir: str | Path) -> Run:
-    """Read ``run_dir/metrics.jsonl`` (and the args of its checkpoint, if any)."""
+    """Read ``run_dir/metrics.jsonl``, its arguments (``args.json`` or a checkpoint's) and its machine."""
     run_dir = Path(run_dir)
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
@@ -99,7 +110,23 @@ def load_run(run_dir: str | Path) -> Run:
     return Run(str(run_dir), env_id, exp_name, seed, trainer, args,
                steps=np.array([r["global_step"] for r in rows], dtype=np.int64),
                wall_s=np.array([r[WALL] for r in rows], dtype=np.float64),
-               returns=np.array([r[RETURN] for r in rows], dtype=np.float64))
+               returns=np.array([r[RETURN] for r in rows], dtype=np.float64), machine=_saved_machine(run_dir))
+
+
+def runs_from_document(doc: Mapping[str, Any]) -> List[Run]:
+    """The runs of a document :func:`summarize` wrote, rebuilt from their stored curves (so results of
+    runs whose folders are gone can be summarised and plotted again beside new ones)."""
+    runs = []
+    for r in doc.get("runs", []):
+        curve = r.get("curve")
+        if curve is None:
+            raise ValueError(f"run {r.get('run_dir')} has no stored curve (written before curves were kept)")
+        runs.append(Run(r["run_dir"], r["env_id"], r["exp_name"], int(r["seed"]), r["trainer"],
+                        args={k: r[k] for k in ("num_envs", "config") if r.get(k)}, steps=np.array(curve["global_step"], dtype=np.int64),
+                        wall_s=np.array(curve["wall_s"], dtype=np.float64),
+                        returns=np.array(curve["avg_return"], dtype=np.float64),
+                        machine=dict(r.get("machine") or doc.get("meta", {})), command=r.get("command")))
+    return runs
 
 
 def first_crossing(run: Run, threshold: float) -> Optional[Crossing]:
@@ -152,6 +179,19 @@ def host_info() -> Dict[str, Any]:
     return {**machine_info(), "gymnasium": package_version("gymnasium"), "numpy": package_version("numpy")}
 
 
+def machine_of(runs: Sequence[Run]) -> Dict[str, Any]:
+    """The machine the runs trained on (their latest, by date), with ``devices`` listing every device
+    name where they differ; :func:`host_info` of this machine where no run recorded one."""
+    known = sorted((r.machine for r in runs if r.machine), key=lambda m: str(m.get("date", "")))
+    if not known:
+        return host_info()
+    meta = {k: v for k, v in known[-1].items() if k != "ranks"}
+    names = sorted({str(m.get("device_name")) for m in known})
+    if len(names) > 1:
+        meta["devices"] = names
+    return meta
+
+
 def command_line(run: Run, defaults: Optional[Dict[str, Any]] = None) -> str:
     """``python scripts/<trainer>.py`` with the flags that differ from ``defaults`` (the trainer's
     defaults with its ``--config`` preset applied); without defaults every saved arg is listed."""
@@ -160,7 +200,7 @@ def command_line(run: Run, defaults: Optional[Dict[str, Any]] = None) -> str:
     if run.args.get("config"):
         parts.append(f"--config {run.args['config']}")
     for key, value in run.args.items():
-        if key in skip or key == "config" or (defaults is not None and defaults.get(key) == value):
+        if key in skip or key == "config" or (defaults is not None and _same(defaults.get(key), value)):
             continue
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
@@ -170,16 +210,22 @@ def command_line(run: Run, defaults: Optional[Dict[str, Any]] = None) -> str:
     return " ".join(parts)
 
 
+def _same(default: Any, saved: Any) -> bool:
+    """A default equals its value read back from JSON (tuples come back as lists)."""
+    return json.loads(json.dumps(default, default=str)) == saved
+
+
 def _finite(x: float) -> Optional[float]:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
 def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
               commands: Optional[Mapping[str, str]] = None, meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The time-to-score document: per run its crossings, per group (seeds of one configuration)
-    the median, min and max minutes and steps to each threshold over the seeds that reached it;
-    ``meta`` (:func:`host_info`) names the machine."""
-    doc: Dict[str, Any] = {"meta": meta or {}, "metric": RETURN, "clock": WALL, "runs": [], "groups": []}
+    """The time-to-score document: per run its machine, command, crossings and curve (every logged
+    point: global step, training seconds, average return); per group (seeds of one configuration)
+    the median, min and max minutes and steps to each threshold over the seeds that reached it.
+    ``meta`` names the machine: :func:`machine_of` the runs, unless given."""
+    doc: Dict[str, Any] = {"meta": meta or machine_of(runs), "metric": RETURN, "clock": WALL, "runs": [], "groups": []}
     groups: Dict[str, List[Run]] = {}
     for run in runs:
         groups.setdefault(run.group, []).append(run)
@@ -190,12 +236,15 @@ def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
                                                           "minutes": c.minutes}
         doc["runs"].append({
             "run_dir": run.run_dir, "env_id": run.env_id, "exp_name": run.exp_name, "trainer": run.trainer,
-            "seed": run.seed, "command": (commands or {}).get(run.run_dir, command_line(run)),
+            "seed": run.seed, "command": (commands or {}).get(run.run_dir) or run.command or command_line(run),
+            "num_envs": run.args.get("num_envs"), "config": run.args.get("config"), "machine": run.machine,
             "final": {"global_step": int(run.steps[-1]) if len(run.steps) else 0,
                       "wall_s": _finite(run.wall_s[-1]) if len(run.wall_s) else None,
                       "avg_return": _finite(run.returns[-1]) if len(run.returns) else None,
                       "best_avg_return": _finite(run.returns.max()) if len(run.returns) else None},
             "crossings": crossings,
+            "curve": {"global_step": run.steps.tolist(), "wall_s": [round(float(w), 2) for w in run.wall_s],
+                      "avg_return": [round(float(x), 3) for x in run.returns]},
         })
     for name, members in groups.items():
         entry: Dict[str, Any] = {"group": name, "env_id": members[0].env_id, "exp_name": members[0].exp_name,
@@ -254,6 +303,39 @@ def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: st
         plt.close(fig)
         written.append(path)
     return written
+
+
+def markdown(doc: Mapping[str, Any]) -> str:
+    """One table per game of a :func:`summarize` document: per configuration its envs, seeds and
+    training minutes, the final average return (median and range over the seeds) and the median
+    minutes to each threshold with how many seeds reached it."""
+    lines: List[str] = []
+    by_env: Dict[str, List[Mapping[str, Any]]] = {}
+    for g in doc["groups"]:
+        by_env.setdefault(g["env_id"], []).append(g)
+    for env_id, groups in sorted(by_env.items()):
+        thresholds = list(groups[0]["thresholds"])
+        lines += [f"**{env_id}**", "", "| configuration | envs | seeds | minutes | final return (range) | "
+                  + " | ".join(f">= {t}: minutes (seeds)" for t in thresholds) + " |",
+                  "|---|---:|---:|---:|---:|" + "---:|" * len(thresholds)]
+        for g in groups:
+            runs = [r for r in doc["runs"] if f"{r['env_id']} {r['exp_name']}" == g["group"]]
+            finals = [r["final"]["avg_return"] for r in runs if r["final"]["avg_return"] is not None]
+            minutes = [r["final"]["wall_s"] / 60.0 for r in runs if r["final"]["wall_s"] is not None]
+            envs = sorted({r.get("num_envs") for r in runs if r.get("num_envs")})
+            cells = [f"{_median_text(s['median_minutes'])} ({s['reached']})" for s in g["thresholds"].values()]
+            final = (f"{np.median(finals):.1f} ({min(finals):.1f} to {max(finals):.1f})" if len(finals) > 1
+                     else f"{finals[0]:.1f}" if finals else "-")
+            config = runs[0].get("config")
+            name = f"{runs[0]['trainer'].upper()} `{g['exp_name']}`" + (f", `{config}`" if config else "")
+            lines.append(f"| {name} | {', '.join(map(str, envs)) or '-'} | "
+                         f"{len(runs)} | {max(minutes):.1f} | {final} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _median_text(minutes: Optional[float]) -> str:
+    return "never" if minutes is None else f"{minutes:.1f}"
 
 
 def to_json(doc: Dict[str, Any]) -> str:

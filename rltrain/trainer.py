@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sys
 import time
@@ -32,11 +33,12 @@ import numpy as np
 import torch
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler, record
 
-from rltrain.checkpoint import load_checkpoint
+from rltrain.checkpoint import load_checkpoint, write_atomically
 from rltrain.config import ConfigError, parse_args
 from rltrain.credit import CreditMismatchError
 from rltrain.distributed import DistContext, NullLogger, distributed_context, end_worker, launched_by_torchrun
 from rltrain.logger import Logger
+from rltrain.machine import machine_info
 from rltrain.losses import NonFiniteLossError
 from rltrain.runtime import make_run_dir
 from rltrain.seeding import get_rng_state, set_rng_state
@@ -176,8 +178,21 @@ def start_run(args: Any, state: TrainerState, total_iterations: int, ctx: DistCo
     logger = Logger(run_dir, dataclasses.asdict(args), total_iterations=total_iterations,
                     start_iteration=iteration, track=args.track, wandb_project=args.wandb_project_name,
                     wandb_entity=args.wandb_entity, console=args.progress) if ctx.is_main else NullLogger()
+    if ctx.is_main:
+        record_machine(run_dir, ctx)
     return RunStart(run_dir, logger, iteration, global_step, recent, ckpt is not None,
                     float(ckpt.get("wall_s", 0.0)) if ckpt is not None else 0.0)
+
+
+def record_machine(run_dir: Path, ctx: DistContext) -> None:
+    """Append this segment's machine (:func:`rltrain.machine.machine_info`: device, driver, CPU cores,
+    versions, date; and the number of ranks) to ``run_dir/machine.json``, a list with one entry per
+    segment (a ``--resume`` may run on another machine), so a run's results name where it trained."""
+    path = run_dir / "machine.json"
+    segments = json.loads(path.read_text()) if path.is_file() else []
+    segments.append({**machine_info(ctx.device), "ranks": ctx.world_size})
+    text = json.dumps(segments, indent=1) + "\n"
+    write_atomically(path, lambda f: f.write(text.encode()))
 
 
 _EPISODE_SUMS = ("episodes/return_sum", "episodes/length_sum", "episodes/count",

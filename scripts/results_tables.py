@@ -6,6 +6,7 @@
     python scripts/results_tables.py rl-triton docs/results/kernels_vs_rl_triton.json
     python scripts/results_tables.py trainer docs/results/trainer_throughput.json
     python scripts/results_tables.py scaling docs/results/multi_gpu_scaling.json
+    python scripts/results_tables.py time-to-score docs/results/time_to_score.json
     python scripts/results_tables.py update README.md docs/perf.md   # rewrite their tables from the files
     python scripts/results_tables.py check README.md docs/perf.md    # exit 1 where a table is out of date
 
@@ -194,8 +195,18 @@ def study_table(path: Path, cells: str = "all") -> str:
     return "\n".join(lines)
 
 
+def time_to_score_table(path: Path, cells: str = "all") -> str:
+    """The time-to-score tables (``scripts/time_to_score.py``): per game and configuration the final
+    return and the minutes to each threshold (``--cells`` makes no difference)."""
+    from rltrain.time_to_score import markdown
+    data = json.loads(path.read_text())
+    meta = data["meta"]
+    host = machine(meta)[:-1] + f"; EnvPool {meta.get('envpool', '?')}, {meta.get('cpu_cores', '?')} CPU cores."
+    return "\n".join([host, "", markdown(data)])
+
+
 TABLES = {"kernels": kernels_table, "rl-triton": rl_triton_table, "trainer": trainer_table, "study": study_table,
-          "scaling": scaling_table}
+          "scaling": scaling_table, "time-to-score": time_to_score_table}
 
 
 def table_parser() -> argparse.ArgumentParser:

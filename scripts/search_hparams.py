@@ -20,8 +20,9 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
   (after ``--startup-trials`` complete trials and the first quarter of the budget).
 * **start** -- a new study's first trial trains the preset's own values (``--no-start-from-preset``:
   sampled), so the search measures the preset it is to improve on.
-* **sampler** -- TPE, seeded by ``--seed`` plus the number of trials already stored (a resumed search
-  draws new values); all trials train with the same ``--train-seed``.
+* **sampler** -- TPE over the flags jointly (multivariate), random for the first ``--startup-trials``,
+  seeded by ``--seed`` plus the number of trials already stored (a resumed search draws new values);
+  all trials train with the same ``--train-seed``.
 * **storage** -- an Optuna journal file (``--study-dir``/``<study>.journal``): a search stopped at any
   point resumes with the same command, and its trials can be read back (``--trials 0``).
 * ``--write-best`` writes the best trials, the space and the machine to
@@ -47,6 +48,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple
@@ -118,7 +120,7 @@ class Args:
     report_every_s: float = 15.0
     """training seconds between the intermediate returns reported for pruning"""
     startup_trials: int = 5
-    """complete trials before pruning starts"""
+    """trials before pruning starts and before TPE models the space (until then it samples at random)"""
     extra: List[str] = field(default_factory=list)
     """more trainer flags for every trial, e.g. --extra=--ca-backend --extra=triton"""
     write_best: bool = False
@@ -263,8 +265,13 @@ def make_study(args: Args, study_name: str):
         study_name=study_name, storage=storage, direction="maximize", load_if_exists=True,
         pruner=optuna.pruners.MedianPruner(n_startup_trials=args.startup_trials,
                                            n_warmup_steps=int(args.budget_s / 4)))
-    # a resumed search draws new values: the sampler's seed moves on with the trials already stored
-    study.sampler = optuna.samplers.TPESampler(seed=args.seed + len(study.trials))
+    # a resumed search draws new values: the sampler's seed moves on with the trials already stored.
+    # Tens of trials: TPE models the space after a few random ones (Optuna's default waits for 10), and
+    # models the flags jointly, as the learning rate, minibatch size and epochs act together.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.sampler = optuna.samplers.TPESampler(seed=args.seed + len(study.trials),
+                                                   n_startup_trials=args.startup_trials, multivariate=True)
     return study
 
 
@@ -278,7 +285,7 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
     return {
         "study": study.study_name, "trainer": args.trainer, "env_id": args.env_id, "num_envs": args.num_envs, "config": args.config,
         "objective": f"{RETURN} at {args.budget_s:g} s of training ({WALL}), maximised",
-        "budget_s": args.budget_s, "train_seed": args.train_seed, "sampler": "TPE", "sampler_seed": args.seed,
+        "budget_s": args.budget_s, "train_seed": args.train_seed, "sampler": f"TPE (multivariate, {args.startup_trials} random trials first)", "sampler_seed": args.seed,
         "pruner": f"median (after {args.startup_trials} trials, warm-up {args.budget_s / 4:g} s)",
         "space": {k: list(v) for k, v in space.items()}, "trials": counts, "meta": host_info(),
         "best": [{"number": t.number, "value": t.value, "params": t.params,

@@ -2,19 +2,22 @@
 
     python scripts/time_to_score.py runs/Pong-v5__ppo__* runs/Breakout-v5__ppo__* \\
         --thresholds Pong-v5=20 Breakout-v5=300,400 --out docs/results/time_to_score.json
+    python scripts/time_to_score.py runs/Pong-v5__preset__3__* --merge docs/results/time_to_score.json
 
 For each run folder (``metrics.jsonl`` of scripts/ppo.py or scripts/impala.py) it finds the first
 iteration whose ``charts/avg_episodic_return`` (mean of the last 100 episodes) is >= each threshold,
 and reports the global step and the training minutes (``charts/wall_s``, summed over ``--resume``
 segments).  Runs of one game with one ``--exp-name`` are seeds of one configuration: the JSON gives
 their median, min and max, and ``learning_curves_<env>.png`` beside it shows return against steps
-and against minutes (median line, min-max band).  Its ``meta`` records the machine this script runs on
-(device, driver, CPU cores, versions, date): run it on the machine that trained.
+and against minutes (median line, min-max band).  Each run keeps its machine (the ``machine.json`` the
+trainers write: device, driver, CPU cores, versions, date), command, crossings and whole curve, so a
+later call can ``--merge`` this document with new run folders and draw every curve again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +28,8 @@ import tyro
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
 
 from rltrain.config import ConfigError, exit_on_config_error, load_yaml_preset  # noqa: E402
-from rltrain.time_to_score import (Run, command_line, host_info, load_run, parse_thresholds, plot,  # noqa: E402
-                                   summarize, to_json)
+from rltrain.time_to_score import (Run, command_line, load_run, parse_thresholds, plot,  # noqa: E402
+                                   runs_from_document, summarize, to_json)
 
 
 @dataclass
@@ -35,6 +38,11 @@ class Args:
 
     runs: tyro.conf.Positional[List[str]]
     """run folders (runs/<env>__<exp_name>__<seed>__<time>)"""
+    merge: List[str] = field(default_factory=list)
+    """earlier documents of this script whose runs join these (from their stored curves; a run folder
+    given again replaces its stored run)"""
+    alias: List[str] = field(default_factory=list)
+    """OLD=NEW: count runs named OLD (--exp-name) as seeds of NEW, e.g. a search trial that trained the preset"""
     thresholds: List[str] = field(default_factory=lambda: ["Pong-v5=20", "Breakout-v5=300,400"])
     """VALUE[,VALUE] for every game or ENV_ID=VALUE[,VALUE] for one"""
     out: str = "docs/results/time_to_score.json"
@@ -68,14 +76,25 @@ def main(args: Args) -> dict:
         thresholds = parse_thresholds(args.thresholds)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    aliases = dict(a.partition("=")[::2] for a in args.alias)
+    if any(not old or not new for old, new in aliases.items()):
+        raise ConfigError(f"--alias: expected OLD=NEW, got {args.alias}")
     runs = []
     for folder in args.runs:
         try:
             runs.append(load_run(folder))
         except (FileNotFoundError, ValueError) as e:
             raise ConfigError(str(e)) from None
+    fresh = {r.run_dir for r in runs}
+    for path in args.merge:
+        try:
+            runs += [r for r in runs_from_document(json.loads(Path(path).read_text())) if r.run_dir not in fresh]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"--merge {path}: {type(e).__name__}: {e}") from None
+    for run in runs:
+        run.exp_name = aliases.get(run.exp_name, run.exp_name)
     commands = {r.run_dir: command_line(r, _defaults(r)) for r in runs if r.args}
-    doc = summarize(runs, thresholds, commands, host_info())
+    doc = summarize(runs, thresholds, commands)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.plots:

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rltrain import wallclock  # noqa: E402
+from rltrain.config import ConfigError  # noqa: E402
 from rltrain.time_to_score import band, first_crossing, load_run, parse_thresholds, step_curve, summarize  # noqa: E402
 
 ppo = load_script("ppo")
@@ -121,6 +122,8 @@ def test_wall_s_continues_across_resume(tmp_path):
     assert saved_s == pytest.approx(walls[3], abs=0.5)  # the checkpoint of iteration 4 holds its seconds
     assert all(b > a for a, b in zip(walls, walls[1:]))  # the resumed segment starts where the first ended
     assert walls[4] - saved_s < 5.0 and load_run(first["run_dir"]).wall_s[-1] == walls[-1]
+    segments = json.loads((Path(first["run_dir"]) / "machine.json").read_text())  # one entry per segment
+    assert len(segments) == 2 and all(m["device_name"] and m["cpu_cores"] >= 1 and m["ranks"] == 1 for m in segments)
 
 
 def test_a_run_folder_names_its_arguments_without_a_checkpoint(tmp_path):
@@ -134,3 +137,46 @@ def test_a_run_folder_names_its_arguments_without_a_checkpoint(tmp_path):
     assert (saved["seed"], saved["exp_name"], saved["learning_rate"]) == (7, "short", 0.001)
     run = load_run(run_dir)
     assert (run.trainer, run.seed, run.exp_name, run.args["num_envs"]) == ("ppo", 7, "short", 4)
+    command = tts_script.command_line(run, tts_script._defaults(run))
+    assert command.split() == ["python", "scripts/ppo.py", "--exp-name", "short", "--seed", "7", "--num-envs", "4",
+                               "--total-timesteps", "128", "--learning-rate", "0.001", "--num-steps", "16"], command
+
+
+
+def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_its_own(tmp_path):
+    """A document stores each run's machine and whole curve: merged into a later call, its runs count
+    as they did (crossings, groups, plots); ``--alias`` counts a search trial's run as a seed of the preset."""
+    def machine(run_dir, name):
+        env_id, exp, seed, _ = run_dir.name.split("__")
+        (run_dir / "args.json").write_text(json.dumps({"env_id": env_id, "exp_name": exp, "seed": int(seed)}))
+        (run_dir / "machine.json").write_text(json.dumps([{"device_name": name, "driver": "1", "cuda": "13.0",
+                                                            "torch": "2", "triton": "3", "date": "2026-01-01",
+                                                            "cpu_cores": 16, "ranks": 1}]))
+        return run_dir
+
+    first = machine(write_run(tmp_path / "a", "Pong-v5", "trial0", 1, [(1, 100, 60.0, -21.0), (2, 200, 240.0, 20.5)]),
+                    "H100")
+    old = tmp_path / "old.json"
+    tts_script.main(tts_script.Args(runs=[str(first)], thresholds=["Pong-v5=20"], out=str(old), plots=False))
+    assert json.loads(old.read_text())["meta"]["device_name"] == "H100"  # where the runs trained, not this host
+
+    second = machine(write_run(tmp_path / "b", "Pong-v5", "preset", 2, [(1, 100, 60.0, -20.0), (2, 200, 360.0, 20.0)]),
+                     "H100")
+    out = tmp_path / "new.json"
+    doc = tts_script.main(tts_script.Args(runs=[str(second)], merge=[str(old)], alias=["trial0=preset"],
+                                          thresholds=["Pong-v5=20"], out=str(out)))
+    (group,) = doc["groups"]
+    assert group["group"] == "Pong-v5 preset" and group["seeds"] == [1, 2]
+    assert group["thresholds"]["20"]["median_minutes"] == pytest.approx(5.0)  # 4 and 6 minutes
+    merged = {r["seed"]: r for r in json.loads(out.read_text())["runs"]}
+    assert merged[1]["crossings"]["20"] == {"global_step": 200, "wall_s": 240.0, "minutes": 4.0}
+    assert merged[1]["machine"]["device_name"] == "H100" and "--exp-name trial0" in merged[1]["command"]
+    assert (tmp_path / "learning_curves_Pong-v5.png").stat().st_size > 0
+
+    again = tts_script.main(tts_script.Args(runs=[str(second), str(first)], merge=[str(out)],
+                                            thresholds=["Pong-v5=20"], out=str(out), plots=False))
+    assert sorted(r["seed"] for r in again["runs"]) == [1, 2]  # the folders replace the stored copies
+
+    with pytest.raises(ConfigError, match="--merge .*no stored curve"):
+        old.write_text(json.dumps({"runs": [{"run_dir": "x", "env_id": "Pong-v5"}]}))
+        tts_script.main(tts_script.Args(runs=[], merge=[str(old)], out=str(out)))
