@@ -46,7 +46,9 @@ Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-
 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
 of 16384 frames through the Nature CNN, forward, backward, clip, fused Adam -- in each of
 ``UPDATE_VARIANTS``: deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16
-autocast, ``torch.compile``; ms per update; the rows the trainers run on CUDA name their flag).  The last
+autocast, ``torch.compile``, a CUDA graph of the minibatch step; ms per update; the rows the trainers run
+on CUDA name their flag), ``update-atari-preset`` (the same for configs/atari.yaml's update: 4 epochs x 16
+minibatches of 2048 frames).  The last
 two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
 (``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
 group, DDP, the per-iteration collectives) against the plain run: the after trainer plain then under
@@ -144,18 +146,23 @@ CASES["ppo-cartpole-torchrun1"] = dataclasses.replace(CASES["ppo-cartpole"], tim
                                                        torchrun_ranks=(1,), turns=3)
 DEFAULT_CASES = "ppo-cartpole,impala-cartpole,ppo-breakout"
 UPDATE_CASES = {"update-breakout": dict(obs_shape=(4, 84, 84), num_actions=4, minibatch=16384, minibatches=4,
-                                        epochs=4)}
+                                        epochs=4),
+                # configs/atari.yaml's update: 1024 envs x 32 steps, 4 epochs of 2048-step minibatches
+                "update-atari-preset": dict(obs_shape=(4, 84, 84), num_actions=6, minibatch=2048, minibatches=16,
+                                            epochs=4)}
 @dataclass(frozen=True)
 class UpdateVariant:
     """How ``update_microbench`` runs the update: cuDNN deterministic or timed (``cudnn.benchmark``),
     channels-last convolutions (the Nature CNN's own layout switch, ``NatureCNN.channels_last``; the
-    trainers' CUDA layout; off: contiguous), ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast."""
+    trainers' CUDA layout; off: contiguous), ``torch.compile`` of the loss, TF32 matrix products, bf16 autocast,
+    the whole minibatch step captured in a CUDA graph (CUDA only: what launching costs at small minibatches)."""
 
     deterministic: bool = True
     channels_last: bool = False
     compiled: bool = False
     tf32: bool = False
     bf16: bool = False
+    graphed: bool = False  # the minibatch step (loss, backward, clip, Adam) replayed from one CUDA graph
 
 
 UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on CUDA
@@ -169,6 +176,8 @@ UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on 
     ("cuDNN timed + bf16 autocast", UpdateVariant(deterministic=False, bf16=True)),
     ("cuDNN timed + channels_last + bf16 autocast", UpdateVariant(deterministic=False, channels_last=True, bf16=True)),
     ("cuDNN timed + compile", UpdateVariant(deterministic=False, compiled=True)),
+    ("cuDNN timed + channels_last + TF32 + CUDA graph",
+     UpdateVariant(deterministic=False, channels_last=True, tf32=True, graphed=True)),
 )
 
 
@@ -185,7 +194,7 @@ def quick_case(case: Case) -> Case:
 class Args:
     cases: str = DEFAULT_CASES
     """comma-separated cases: ppo-cartpole, ppo-breakout, impala-cartpole, impala-breakout, update-breakout,
-    ppo-cartpole-torchrun1"""
+    update-atari-preset, ppo-cartpole-torchrun1"""
     before_root: Optional[str] = None
     """another checkout whose trainers are the 'before' (e.g. a copy of main); none: after only"""
     out: Optional[str] = None
@@ -286,6 +295,34 @@ def summarize(case: Case, rows: List[Dict]) -> Dict:
     return out
 
 
+def graphed_update(step, data, minibatch: int, minibatches: int, epochs: int, optimizer):
+    """``update`` with ``step`` captured once in a CUDA graph over static minibatch buffers (PyTorch's
+    whole-network capture: warm-up on a side stream, gradients set to None before capture so each replay
+    writes them afresh; Adam with ``capturable=True``); each minibatch is gathered into the buffers and
+    the graph replayed."""
+    import torch
+    n = data[0].shape[0]
+    static = [torch.empty((minibatch, *x.shape[1:]), dtype=x.dtype, device=x.device) for x in data]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step(*static)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        step(*static)
+
+    def update():
+        for _ in range(epochs):
+            for mb in torch.randperm(n, device=data[0].device).view(minibatches, minibatch):
+                for buf, x in zip(static, data):
+                    torch.index_select(x, 0, mb, out=buf)
+                graph.replay()
+    return update
+
+
 def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: int, epochs: int,
                       repeats: int = 3, warmup: int = 2) -> Dict[str, Dict]:
     """ms per PPO-style update (``epochs`` x ``minibatches`` steps of ``minibatch`` random frames through the
@@ -308,7 +345,11 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
         agent = make_agent("nature_cnn", obs_shape, True, num_actions)
         agent.torso.channels_last = v.channels_last  # the agent's own layout switch (agents/nature_cnn.py)
         agent = agent.to(device)
-        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda")
+        if v.graphed and device.type != "cuda":
+            out[label] = {"error": "skipped: CUDA graphs need CUDA"}
+            continue
+        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda",
+                                     capturable=v.graphed)
 
         def loss_fn(x, a, adv_mb, ret_mb):
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=v.bf16):
@@ -317,14 +358,20 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
                     - 0.01 * entropy.float().mean())
         step_loss = torch.compile(loss_fn, dynamic=False) if v.compiled else loss_fn
 
+        def step(x, a, adv_mb, ret_mb):
+            loss = step_loss(x, a, adv_mb, ret_mb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
+            optimizer.step()
+
         def update():
             for _ in range(epochs):
                 for mb in torch.randperm(n, device=device).view(minibatches, minibatch):
-                    loss = step_loss(obs[mb], actions[mb], adv[mb], ret[mb])
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
-                    optimizer.step()
+                    step(obs[mb], actions[mb], adv[mb], ret[mb])
+
+        if v.graphed:
+            update = graphed_update(step, (obs, actions, adv, ret), minibatch, minibatches, epochs, optimizer)
         try:
             for _ in range(warmup):
                 update()
