@@ -18,15 +18,22 @@ with two actors stalled inside the actors' next synchronisation (pytorch/pytorch
 sharing).
 
 Where there is no CUDA device (or ``enabled=False``) the call is simply ``fn()``.
+
+:class:`GraphedStep` records a whole training step -- loss, backward, gradient clipping, optimizer
+step -- the same way (PPO's ``--graph-update``): with small minibatches (the Atari preset's 2048
+frames) its few hundred launches cost more than their arithmetic.  It follows PyTorch's whole-network
+capture recipe (CUDA semantics notes, "whole-network capture"): gradients are None when recording
+starts, so each replay writes them afresh; the optimizer is capturable with a tensor learning rate,
+which a scheduler fills in place (:func:`capturable_adam`); the warm-up steps are undone.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import torch
 
-__all__ = ["CapturedCall"]
+__all__ = ["CapturedCall", "GraphedStep", "capturable_adam"]
 
 
 class CapturedCall:
@@ -64,3 +71,73 @@ class CapturedCall:
         else:
             self.result = self.fn()
         return self.result
+
+
+def capturable_adam(params: Iterable[torch.nn.Parameter], lr: float, eps: float,
+                    device: torch.device | str) -> torch.optim.Adam:
+    """Fused Adam whose step a CUDA graph can record: the learning rate a device tensor (a scheduler's
+    new value reaches the replayed step), the step count on the device."""
+    return torch.optim.Adam(params, lr=torch.tensor(lr, device=device), eps=eps, fused=True, capturable=True)
+
+
+class GraphedStep:
+    """``step(rows) -> outputs`` on a minibatch's rows, recorded at the first call and replayed after.
+
+    ``call(source, index)`` gathers ``source[k][index]`` for every key into fixed row buffers
+    (``index_select(..., out=)``) and runs ``step`` on them: a :class:`CapturedCall` replay on CUDA, an
+    eager call elsewhere or with ``enabled=False``.  Outputs of a replay are overwritten by the next one:
+    copy what must outlive it.  Recording runs warm-up steps, which update ``params`` and ``optimizer``;
+    their values are put back afterwards (in place: the graph holds their addresses), so a run takes
+    the same steps with and without the graph.
+    """
+
+    def __init__(self, step: Callable[[Dict[str, torch.Tensor]], Any], params: Iterable[torch.nn.Parameter],
+                 optimizer: torch.optim.Optimizer, device: torch.device | str, enabled: bool = True):
+        self.step, self.params, self.optimizer = step, list(params), optimizer
+        self.device, self.enabled = torch.device(device), enabled
+        self.rows: Dict[str, torch.Tensor] = {}
+        self.call: Optional[CapturedCall] = None
+
+    def __call__(self, source: Dict[str, torch.Tensor], index: torch.Tensor) -> Any:
+        if self.call is None:
+            self.rows = {key: x[index] for key, x in source.items()}
+            self.call = self._record()
+        else:
+            for key, buf in self.rows.items():
+                torch.index_select(source[key], 0, index, out=buf)
+        return self.call()
+
+    def _record(self) -> CapturedCall:
+        recording = self.enabled and self.device.type == "cuda"
+        if not recording:
+            return CapturedCall(lambda: self.step(self.rows), self.device, enabled=False)
+        self._make_capturable()
+        params = [p.detach().clone() for p in self.params]
+        state = {id(t): t.clone() for s in self.optimizer.state.values() for t in s.values() if torch.is_tensor(t)}
+        self.optimizer.zero_grad(set_to_none=True)
+        call = CapturedCall(lambda: self.step(self.rows), self.device, warmup=3)
+        self._undo_warmup(params, state)
+        return call
+
+    def _make_capturable(self) -> None:
+        """What a checkpoint of an unrecorded run loads back (a float learning rate, ``capturable``
+        off, step counts on the host), made recordable: a float learning rate would be recorded as a
+        constant and the scheduler's later values never reach the replays."""
+        for group in self.optimizer.param_groups:
+            group["capturable"] = True
+            if not torch.is_tensor(group["lr"]) or group["lr"].device != self.device:
+                group["lr"] = torch.tensor(float(group["lr"]), device=self.device)
+        for s in self.optimizer.state.values():
+            if torch.is_tensor(s.get("step")) and s["step"].device != self.device:
+                s["step"] = s["step"].to(self.device, torch.float32)
+
+    @torch.no_grad()
+    def _undo_warmup(self, params: List[torch.Tensor], state: Dict[int, torch.Tensor]) -> None:
+        """Parameters and the optimizer state that existed before the warm-up get their values back;
+        state the warm-up created is zeroed, as a fresh optimizer's (Adam: step 0, moments 0)."""
+        for p, saved in zip(self.params, params):
+            p.copy_(saved)
+        for s in self.optimizer.state.values():
+            for t in s.values():
+                if torch.is_tensor(t):
+                    t.copy_(state[id(t)]) if id(t) in state else t.zero_()

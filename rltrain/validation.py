@@ -174,6 +174,13 @@ for _field, _rule in {
     register(_field, _rule)
 
 
+@relation("graph_update", "compile")
+def _one_way_to_cut_launches(args) -> Optional[str]:
+    if args.graph_update and args.compile:
+        return "--graph-update and --compile each cut the update's launches: choose one"
+    return None
+
+
 @relation("num_envs", "num_actors")
 def _envs_split_over_actors(args) -> Optional[str]:
     if args.num_envs % args.num_actors:

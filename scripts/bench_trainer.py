@@ -162,7 +162,7 @@ class UpdateVariant:
     compiled: bool = False
     tf32: bool = False
     bf16: bool = False
-    graphed: bool = False  # the minibatch step (loss, backward, clip, Adam) replayed from one CUDA graph
+    graphed: bool = False  # the minibatch step replayed from one CUDA graph (rltrain.cuda_graph.GraphedStep)
 
 
 UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on CUDA
@@ -176,7 +176,7 @@ UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on 
     ("cuDNN timed + bf16 autocast", UpdateVariant(deterministic=False, bf16=True)),
     ("cuDNN timed + channels_last + bf16 autocast", UpdateVariant(deterministic=False, channels_last=True, bf16=True)),
     ("cuDNN timed + compile", UpdateVariant(deterministic=False, compiled=True)),
-    ("cuDNN timed + channels_last + TF32 + CUDA graph",
+    ("cuDNN timed + channels_last + TF32 + CUDA graph (--graph-update)",
      UpdateVariant(deterministic=False, channels_last=True, tf32=True, graphed=True)),
 )
 
@@ -295,40 +295,13 @@ def summarize(case: Case, rows: List[Dict]) -> Dict:
     return out
 
 
-def graphed_update(step, data, minibatch: int, minibatches: int, epochs: int, optimizer):
-    """``update`` with ``step`` captured once in a CUDA graph over static minibatch buffers (PyTorch's
-    whole-network capture: warm-up on a side stream, gradients set to None before capture so each replay
-    writes them afresh; Adam with ``capturable=True``); each minibatch is gathered into the buffers and
-    the graph replayed."""
-    import torch
-    n = data[0].shape[0]
-    static = [torch.empty((minibatch, *x.shape[1:]), dtype=x.dtype, device=x.device) for x in data]
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step(*static)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    optimizer.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
-        step(*static)
-
-    def update():
-        for _ in range(epochs):
-            for mb in torch.randperm(n, device=data[0].device).view(minibatches, minibatch):
-                for buf, x in zip(static, data):
-                    torch.index_select(x, 0, mb, out=buf)
-                graph.replay()
-    return update
-
-
 def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: int, epochs: int,
                       repeats: int = 3, warmup: int = 2) -> Dict[str, Dict]:
     """ms per PPO-style update (``epochs`` x ``minibatches`` steps of ``minibatch`` random frames through the
     Nature CNN: forward, a policy/value/entropy loss, backward, clip, Adam) for each of UPDATE_VARIANTS."""
     import torch
     from agents import make_agent
+    from rltrain.cuda_graph import GraphedStep, capturable_adam
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     saved = (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
              torch.backends.cuda.matmul.allow_tf32)
@@ -348,8 +321,8 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
         if v.graphed and device.type != "cuda":
             out[label] = {"error": "skipped: CUDA graphs need CUDA"}
             continue
-        optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda",
-                                     capturable=v.graphed)
+        optimizer = (capturable_adam(agent.parameters(), 2.5e-4, 1e-5, device) if v.graphed else
+                     torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda"))
 
         def loss_fn(x, a, adv_mb, ret_mb):
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=v.bf16):
@@ -365,13 +338,17 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
             torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
             optimizer.step()
 
+        source = {"obs": obs, "actions": actions, "adv": adv, "ret": ret}
+        graphed = GraphedStep(lambda rows: step(*rows.values()), agent.parameters(), optimizer, device) \
+            if v.graphed else None
+
         def update():
             for _ in range(epochs):
                 for mb in torch.randperm(n, device=device).view(minibatches, minibatch):
-                    step(obs[mb], actions[mb], adv[mb], ret[mb])
-
-        if v.graphed:
-            update = graphed_update(step, (obs, actions, adv, ret), minibatch, minibatches, epochs, optimizer)
+                    if graphed is not None:
+                        graphed(source, mb)
+                    else:
+                        step(obs[mb], actions[mb], adv[mb], ret[mb])
         try:
             for _ in range(warmup):
                 update()

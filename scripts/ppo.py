@@ -47,8 +47,9 @@ from agents import make_agent  # noqa: E402
 from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups, spec_info  # noqa: E402
 from envs.synthetic import fill_rollout  # noqa: E402
 from rltrain.collector import RolloutCollector  # noqa: E402
-from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402,F401 -- ConfigError: what main raises for bad input
+from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
 from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
+from rltrain.cuda_graph import GraphedStep, capturable_adam  # noqa: E402
 from rltrain.distributed import DistContext  # noqa: E402
 from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
@@ -142,6 +143,9 @@ class Args(ExperimentArgs):
     """no environments: learn every iteration from one random rollout (for timing studies)"""
     compile: bool = False
     """torch.compile the minibatch loss (forward and, through it, backward)"""
+    graph_update: bool = False
+    """replay each minibatch step (loss, backward, clipping, Adam) from one CUDA graph: one launch instead of
+    hundreds, for small minibatches (CUDA, one rank; elsewhere the same step runs eagerly)"""
 
     def learner_batch(self) -> LearnerBatch:
         """One rollout, num_steps x num_envs steps; minibatches of shuffled single steps."""
@@ -153,26 +157,32 @@ class Args(ExperimentArgs):
                                                                      300_000))
 
 
-def minibatch_loss(args: Args, learner: nn.Module, b: dict, b_valid: torch.Tensor, mb: torch.Tensor,
-                   moments: Optional[torch.Tensor] = None):
-    """PPO's clipped loss on the rows ``mb`` of the flat rollout ``b``; the autoreset dummy rows
-    (``b_valid`` 0) are left out.  ``moments``: ``(mean, std, denominator)`` of the minibatch's
-    advantages and valid rows over every rank (distributed run), None: of these rows
+LOSS_ROWS = ("obs", "actions", "logprobs", "advantages", "returns", "values")  # of the flat rollout, and "valid"
+
+
+def loss_source(b: dict, b_valid: torch.Tensor) -> dict:
+    """The flat rollout's tensors the loss reads, ``valid`` as floats: a minibatch's rows are ``[mb]`` of each."""
+    return {**{k: b[k] for k in LOSS_ROWS}, "valid": b_valid}
+
+
+def minibatch_loss(args: Args, learner: nn.Module, rows: dict, moments: Optional[torch.Tensor] = None):
+    """PPO's clipped loss on a minibatch's ``rows`` (:func:`loss_source` indexed by the minibatch); the
+    autoreset dummy rows (``valid`` 0) are left out.  ``moments``: ``(mean, std, denominator)`` of the
+    minibatch's advantages and valid rows over every rank (distributed run), None: of these rows
     (:func:`rltrain.losses.minibatch_moments`).  Returns the loss, its diagnostics and the approximate KL."""
-    m = b_valid[mb]
-    mb_adv = b["advantages"][mb]
+    m, mb_adv = rows["valid"], rows["advantages"]
     adv_mean, adv_std, denom = minibatch_moments(mb_adv, m) if moments is None else moments
-    _, newlogprob, entropy, newvalue = learner("get_action_and_value", b["obs"][mb], b["actions"][mb])
-    logratio = newlogprob - b["logprobs"][mb]
+    _, newlogprob, entropy, newvalue = learner("get_action_and_value", rows["obs"], rows["actions"])
+    logratio = newlogprob - rows["logprobs"]
     ratio = logratio.exp()
     if args.norm_adv:
         mb_adv = (mb_adv - adv_mean) / (adv_std + 1e-8)
     pg_loss = masked_mean(torch.max(-mb_adv * ratio,
                                     -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)), m, denom)
-    v_loss_unclipped = (newvalue - b["returns"][mb]).square()
+    v_loss_unclipped = (newvalue - rows["returns"]).square()
     if args.clip_vloss:
-        v_clipped = b["values"][mb] + (newvalue - b["values"][mb]).clamp(-args.clip_coef, args.clip_coef)
-        v_loss_unclipped = torch.max(v_loss_unclipped, (v_clipped - b["returns"][mb]).square())
+        v_clipped = rows["values"] + (newvalue - rows["values"]).clamp(-args.clip_coef, args.clip_coef)
+        v_loss_unclipped = torch.max(v_loss_unclipped, (v_clipped - rows["returns"]).square())
     v_loss = 0.5 * masked_mean(v_loss_unclipped, m, denom)
     entropy_loss = masked_mean(entropy, m, denom)
     loss = pg_loss - args.ent_coef * entropy_loss + args.vf_coef * v_loss
@@ -194,6 +204,9 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     _, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches, args.minibatch_size)
     num_iterations = args.total_timesteps // batch_size
     device = ctx.device
+    if args.graph_update and ctx.has_peers:
+        raise ConfigError("--graph-update runs on one rank (DDP's gradient all-reduce is not recorded); "
+                          f"this job has {ctx.world_size}")
     set_torch_threads(args.torch_threads, device, ctx.cores_per_rank())
     seed_everything(ctx.rank_seed(args.seed), args.torch_deterministic)
     timer = PhaseTimer(device)
@@ -213,8 +226,12 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
     # ---------------------------------------------------------------- agent
     agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions, hidden=args.hidden_sizes).to(device)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5,
-                                 fused=device.type == "cuda")  # one launch per step instead of one per tensor
+    graphed = args.graph_update and device.type == "cuda"
+    if graphed:  # recordable: the learning rate a device tensor the scheduler fills in place
+        optimizer = capturable_adam(agent.parameters(), args.learning_rate, 1e-5, device)
+    else:
+        optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5,
+                                     fused=device.type == "cuda")  # one launch per step instead of one per tensor
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda it: max(1.0 - it / num_iterations, 0.0) if args.anneal_lr else 1.0)
 
@@ -285,6 +302,16 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
         return ctx.masked_moments(b["advantages"], b_valid, index=minibatches).loss_terms()
 
     loss_fn = compiled(partial(minibatch_loss, args, learner), args.compile)
+
+    def train_step(rows: dict):
+        """One minibatch step as --graph-update records it: loss, backward, clipping, Adam."""
+        optimizer.zero_grad(set_to_none=True)
+        loss, stats, approx_kl = minibatch_loss(args, learner, rows)
+        loss.backward()
+        nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+        optimizer.step()
+        return stats, approx_kl
+    graph_step = GraphedStep(train_step, agent.parameters(), optimizer, device) if args.graph_update else None
     interrupt = GracefulInterrupt().install()  # Ctrl-C: finish the iteration, keep a checkpoint, stop
     interrupted = False
 
@@ -307,6 +334,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
             with timer.phase("update/forward"):
                 b = buf.flat(advantages=advantages, returns=returns)
                 b_valid = b["valid"].float()
+                source = loss_source(b, b_valid)
                 mb_stats = []
             for epoch in range(args.update_epochs):
                 with timer.phase("update/forward"):
@@ -316,9 +344,16 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                     if (epoch or i) and targets_due(args.advantage_recompute, epoch, i):
                         advantages, returns = recompute_advantages()
                         b["advantages"], b["returns"] = advantages.reshape(-1), returns.reshape(-1)
+                        source = loss_source(b, b_valid)
                         moments = advantage_moments(minibatches)
+                    if graph_step is not None:  # forward, backward, clipping and Adam: one replay
+                        with timer.phase("update/graph_step"):
+                            mb_stat, approx_kl = graph_step(source, mb)
+                            mb_stats.append(mb_stat.clone())  # the next replay overwrites it
+                        continue
                     with timer.phase("update/forward"):
-                        loss, mb_stat, approx_kl = loss_fn(b, b_valid, mb, None if moments is None else moments[i])
+                        rows = {k: x[mb] for k, x in source.items()}
+                        loss, mb_stat, approx_kl = loss_fn(rows, None if moments is None else moments[i])
                         mb_stats.append(mb_stat)
                     with ctx.timed_backward(timer):  # "update/backward", under DDP also "update/allreduce"
                         optimizer.zero_grad(set_to_none=True)
@@ -357,7 +392,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                     f"stopping. Last good checkpoint kept: {run_dir / 'checkpoints' / 'latest.pt'}")
             ca, upd = groups.get("ca", 0.0), groups.get("update", 0.0)
             metrics = {
-                "charts/learning_rate": optimizer.param_groups[0]["lr"],
+                "charts/learning_rate": float(optimizer.param_groups[0]["lr"]),
                 "charts/SPS": (global_step - start_step) / (time.perf_counter() - start_time),
                 "charts/wall_s": clock.seconds(),
                 **{k: g[k] for k in (*losses, "losses/explained_variance")},

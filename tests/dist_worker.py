@@ -118,7 +118,8 @@ def run(a: argparse.Namespace) -> None:
                         time.sleep(3600)
                 with timer.phase("update/forward"):
                     obs = b["obs"] if a.fail == "nan" and step == a.fail_step else b["obs"].nan_to_num(0.0)
-                    loss, _, _ = ppo.minibatch_loss(PPO_ARGS, learner, {**b, "obs": obs}, valid, mb, moments[k])
+                    rows = {key: x[mb] for key, x in ppo.loss_source({**b, "obs": obs}, valid).items()}
+                    loss, _, _ = ppo.minibatch_loss(PPO_ARGS, learner, rows, moments[k])
                 finite = ctx.gather_scalars({"finite": float(torch.isfinite(loss))})["finite"]
                 if not all(finite):
                     bad = [i for i, f in enumerate(finite) if not f]

@@ -150,6 +150,7 @@ def test_cli_exits_2_with_the_message(script, flags, tmp_path):
     ("impala", ["--num-envs", "8", "--num-actors", "2", "--learner-batch-envs", "5"],
      "--learner-batch-envs must be in [0, num_envs / num_actors = 4] (0: 4), got 5"),
     ("ppo", ["--num-envs", "6", "--env-groups", "4"], "--env-groups 4 must divide --num-envs 6"),
+    ("ppo", ["--graph-update", "--compile"], "--graph-update and --compile each cut the update's launches: choose one"),
 ])
 def test_relations(script, flags, message):
     with pytest.raises(ConfigError) as e:
