@@ -113,14 +113,18 @@ def test_impala_two_ranks(tmp_path):
     assert all(r["perf/learner/allreduce_s"] > 0 for r in logged)
 
 
-def test_num_envs_that_ranks_do_not_divide_exits_2_naming_the_flag(tmp_path):
-    done, wall = torchrun(PPO, *PPO_TINY, "--num-envs", "5", "--runs-dir", str(tmp_path))
+@pytest.mark.parametrize("flags,message", [
+    (["--num-envs", "5"], "--num-envs 5 is the global count over 2 ranks"),
+    (["--graph-update"], "--graph-update runs on one rank"),
+])
+def test_flags_two_ranks_cannot_run_exit_2_naming_the_flag(flags, message, tmp_path):
+    done, wall = torchrun(PPO, *PPO_TINY, *flags, "--runs-dir", str(tmp_path))
     assert done.returncode != 0 and wall < 60
     failed = torchrun_failures(done.stdout + done.stderr)
     # each rank rejects the flag at once (exit 2); a rank torchrun stops first, once the other has
     # failed, shows SIGTERM's -15 instead
     named = [r for r, block in failed.items()
-             if "exitcode  : 2" in block and "--num-envs 5 is the global count over 2 ranks" in block]
+             if "exitcode  : 2" in block and message in block]
     assert named and all(r in named or "exitcode  : -15" in block for r, block in failed.items())
     assert not list(tmp_path.iterdir())  # nothing was created
 
