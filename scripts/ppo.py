@@ -226,8 +226,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
     # ---------------------------------------------------------------- agent
     agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions, hidden=args.hidden_sizes).to(device)
-    graphed = args.graph_update and device.type == "cuda"
-    if graphed:  # recordable: the learning rate a device tensor the scheduler fills in place
+    if args.graph_update and device.type == "cuda":  # recordable: a device-tensor learning rate, filled in place
         optimizer = capturable_adam(agent.parameters(), args.learning_rate, 1e-5, device)
     else:
         optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5,
