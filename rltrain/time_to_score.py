@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "first_crossing", "step_curve", "band", "summarize", "plot",
-           "parse_thresholds", "host_info", "command_line", "markdown", "to_json", "RETURN", "WALL"]
+__all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "first_crossing", "step_curve", "band",
+           "summarize", "plot", "parse_thresholds", "host_info", "command_line", "markdown", "to_json", "RETURN", "WALL"]
 
 RETURN = "charts/avg_episodic_return"
 WALL = "charts/wall_s"
@@ -122,7 +122,8 @@ def runs_from_document(doc: Mapping[str, Any]) -> List[Run]:
         if curve is None:
             raise ValueError(f"run {r.get('run_dir')} has no stored curve (written before curves were kept)")
         runs.append(Run(r["run_dir"], r["env_id"], r["exp_name"], int(r["seed"]), r["trainer"],
-                        args={k: r[k] for k in ("num_envs", "config") if r.get(k)}, steps=np.array(curve["global_step"], dtype=np.int64),
+                        args={k: r[k] for k in ("num_envs", "config") if r.get(k)},
+                        steps=np.array(curve["global_step"], dtype=np.int64),
                         wall_s=np.array(curve["wall_s"], dtype=np.float64),
                         returns=np.array(curve["avg_return"], dtype=np.float64),
                         machine=dict(r.get("machine") or doc.get("meta", {})), command=r.get("command")))
@@ -329,7 +330,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
             config = runs[0].get("config")
             name = f"{runs[0]['trainer'].upper()} `{g['exp_name']}`" + (f", `{config}`" if config else "")
             lines.append(f"| {name} | {', '.join(map(str, envs)) or '-'} | "
-                         f"{len(runs)} | {max(minutes):.1f} | {final} | " + " | ".join(cells) + " |")
+                         f"{len(runs)} | {max(minutes, default=0.0):.1f} | {final} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines).rstrip()
 

@@ -18,7 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 from rltrain import wallclock  # noqa: E402
 from rltrain.config import ConfigError  # noqa: E402
-from rltrain.time_to_score import band, first_crossing, load_run, parse_thresholds, step_curve, summarize  # noqa: E402
+from rltrain.time_to_score import (band, first_crossing, load_run, markdown, parse_thresholds, step_curve,  # noqa: E402
+                                   summarize)
 
 ppo = load_script("ppo")
 tts_script = load_script("time_to_score")
@@ -172,6 +173,8 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     assert merged[1]["crossings"]["20"] == {"global_step": 200, "wall_s": 240.0, "minutes": 4.0}
     assert merged[1]["machine"]["device_name"] == "H100" and "--exp-name trial0" in merged[1]["command"]
     assert (tmp_path / "learning_curves_Pong-v5.png").stat().st_size > 0
+    table = markdown(doc).splitlines()  # the generated table of docs/training.md
+    assert table[0] == "**Pong-v5**" and "| PPO `preset` | - | 2 | 6.0 | 20.2 (20.0 to 20.5) | 5.0 (2/2) |" in table
 
     again = tts_script.main(tts_script.Args(runs=[str(second), str(first)], merge=[str(out)],
                                             thresholds=["Pong-v5=20"], out=str(out), plots=False))
