@@ -28,8 +28,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "first_crossing", "step_curve", "band",
-           "summarize", "plot", "parse_thresholds", "host_info", "command_line", "markdown", "to_json", "RETURN", "WALL"]
+__all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "first_crossing", "step_curve",
+           "band", "summarize", "plot", "parse_thresholds", "host_info", "command_line", "markdown", "to_json",
+           "RETURN", "WALL"]
 
 RETURN = "charts/avg_episodic_return"
 WALL = "charts/wall_s"
