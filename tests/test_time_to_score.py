@@ -149,7 +149,8 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     as they did (crossings, groups, plots); ``--alias`` counts a search trial's run as a seed of the preset."""
     def machine(run_dir, name):
         env_id, exp, seed, _ = run_dir.name.split("__")
-        (run_dir / "args.json").write_text(json.dumps({"env_id": env_id, "exp_name": exp, "seed": int(seed)}))
+        (run_dir / "args.json").write_text(json.dumps({"env_id": env_id, "exp_name": exp, "seed": int(seed),
+                                                       "num_envs": 4}))
         (run_dir / "machine.json").write_text(json.dumps([{"device_name": name, "driver": "1", "cuda": "13.0",
                                                             "torch": "2", "triton": "3", "date": "2026-01-01",
                                                             "cpu_cores": 16, "ranks": 1}]))
@@ -174,7 +175,7 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     assert merged[1]["machine"]["device_name"] == "H100" and "--exp-name trial0" in merged[1]["command"]
     assert (tmp_path / "learning_curves_Pong-v5.png").stat().st_size > 0
     table = markdown(doc).splitlines()  # the generated table of docs/training.md
-    assert table[0] == "**Pong-v5**" and "| PPO `preset` | - | 2 | 6.0 | 20.2 (20.0 to 20.5) | 5.0 (2/2) |" in table
+    assert table[0] == "**Pong-v5**" and "| PPO `preset` | 4 | 2 | 6.0 | 20.2 (20.0 to 20.5) | 5.0 (2/2) |" in table
 
     again = tts_script.main(tts_script.Args(runs=[str(second), str(first)], merge=[str(out)],
                                             thresholds=["Pong-v5=20"], out=str(out), plots=False))
