@@ -22,8 +22,8 @@ Where there is no CUDA device (or ``enabled=False``) the call is simply ``fn()``
 :class:`GraphedStep` records a whole training step -- loss, backward, gradient clipping, optimizer
 step -- the same way (PPO's ``--graph-update``): with small minibatches (the Atari preset's 2048
 frames) its few hundred launches cost more than their arithmetic.  It follows PyTorch's whole-network
-capture recipe (CUDA semantics notes, "whole-network capture"): gradients are None when recording
-starts, so each replay writes them afresh; the optimizer is capturable with a tensor learning rate,
+capture recipe (CUDA semantics notes, "whole-network capture"): the step sets the gradients to None
+before its backward, so each replay writes them afresh; the optimizer is capturable with a tensor learning rate,
 which a scheduler fills in place (:func:`capturable_adam`); the warm-up steps are undone.
 """
 
@@ -85,16 +85,17 @@ class GraphedStep:
 
     ``call(source, index)`` gathers ``source[k][index]`` for every key into fixed row buffers
     (``index_select(..., out=)``) and runs ``step`` on them: a :class:`CapturedCall` replay on CUDA, an
-    eager call elsewhere or with ``enabled=False``.  Outputs of a replay are overwritten by the next one:
-    copy what must outlive it.  Recording runs warm-up steps, which update ``params`` and ``optimizer``;
-    their values are put back afterwards (in place: the graph holds their addresses), so a run takes
-    the same steps with and without the graph.
+    eager call elsewhere.  ``step`` sets the gradients to None before its backward (``zero_grad(
+    set_to_none=True)``), so the recorded backward writes them afresh at each replay.  Outputs of a
+    replay are overwritten by the next one: copy what must outlive it.  Recording runs warm-up steps,
+    which update ``params`` and ``optimizer``; their values are put back afterwards (in place: the graph
+    holds their addresses), so a run takes the same steps with and without the graph.
     """
 
     def __init__(self, step: Callable[[Dict[str, torch.Tensor]], Any], params: Iterable[torch.nn.Parameter],
-                 optimizer: torch.optim.Optimizer, device: torch.device | str, enabled: bool = True):
+                 optimizer: torch.optim.Optimizer, device: torch.device | str):
         self.step, self.params, self.optimizer = step, list(params), optimizer
-        self.device, self.enabled = torch.device(device), enabled
+        self.device = torch.device(device)
         self.rows: Dict[str, torch.Tensor] = {}
         self.call: Optional[CapturedCall] = None
 
@@ -108,13 +109,11 @@ class GraphedStep:
         return self.call()
 
     def _record(self) -> CapturedCall:
-        recording = self.enabled and self.device.type == "cuda"
-        if not recording:
+        if self.device.type != "cuda":
             return CapturedCall(lambda: self.step(self.rows), self.device, enabled=False)
         self._make_capturable()
         params = [p.detach().clone() for p in self.params]
         state = {id(t): t.clone() for s in self.optimizer.state.values() for t in s.values() if torch.is_tensor(t)}
-        self.optimizer.zero_grad(set_to_none=True)
         call = CapturedCall(lambda: self.step(self.rows), self.device, warmup=3)
         self._undo_warmup(params, state)
         return call
