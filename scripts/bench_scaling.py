@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_trainer import (CASES, Case, machine, phase_order, quick_case, run_trainer, trainer_command,  # noqa: E402
                            write)
+import results_tables  # noqa: E402
 from rltrain.checkpoint import load_checkpoint  # noqa: E402
 from rltrain.torchrun_jobs import failure_summary, kill_rank  # noqa: E402
 
@@ -215,10 +216,7 @@ def markdown(results: Dict) -> str:
     """Where and when; one row per case and K: steps/s, efficiency, iteration and top-level phases (ms,
     the slowest rank's), the all-reduce ms and share, peak GPU memory; the fault check's line."""
     m = results["meta"]
-    gpus = f" x {m['gpu_count']}" if m.get("gpu_count") else ""
-    lines = [f"{m.get('device_name')}{gpus}, driver {m.get('driver')}, CUDA {m.get('cuda')}, "
-             f"NCCL {m.get('nccl')}, torch {m.get('torch')}, Triton {m.get('triton')}, EnvPool {m.get('envpool')}, "
-             f"{m.get('cpu_cores')} CPU cores, {m.get('dist_backend')}; {str(m.get('date'))[:10]}.", "",
+    lines = [results_tables.machine(m), "",
              "| case (per rank) | K | steps/s | efficiency | iteration ms | phases ms | all-reduce ms | "
              "all-reduce share | peak GPU GiB |", "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
     for name, case in results["cases"].items():

@@ -78,6 +78,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_envpool  # noqa: E402
+import results_tables  # noqa: E402
 from rltrain.machine import machine_info  # noqa: E402
 from rltrain.runtime import num_cores  # noqa: E402
 from rltrain.trainer import GPU_MEMORY_METRIC  # noqa: E402
@@ -632,9 +633,7 @@ def markdown(results: Dict, variants: bool = True) -> str:
     figure the median over the turns, steps/s and ratios with their range in brackets, the phases the
     median.  Without ``variants``: before and after alone."""
     meta = results["meta"]
-    lines = [f"{meta.get('device_name')}, driver {meta.get('driver')}, CUDA {meta.get('cuda')}, torch "
-             f"{meta.get('torch')}, Triton {meta.get('triton')}, EnvPool {meta.get('envpool')}, "
-             f"{meta.get('cpu_cores')} CPU cores; {str(meta.get('date'))[:10]}.", "",
+    lines = [results_tables.machine(meta), "",
              "| case | run | steps/s | vs raw EnvPool | rollout vs raw | learner waiting |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
     trainer_cases = {n: c for n, c in results["cases"].items() if "runs" in c}

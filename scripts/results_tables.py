@@ -57,11 +57,21 @@ def us(v) -> str:
 
 
 def machine(meta: dict) -> str:
-    """The line under a table's title that says where and when its figures were measured."""
-    parts = [meta.get("device_name", "?") + (f" ({meta['sms']} SMs)" if meta.get("sms") else ""),
-             f"driver {meta.get('driver', '?')}", f"CUDA {meta.get('cuda', '?')}", f"torch {meta.get('torch', '?')}",
-             f"Triton {meta.get('triton', '?')}"]
-    line = ", ".join(parts) + f"; {str(meta.get('date', '?'))[:10]}"
+    """The line under a results table that says where and when its figures were measured: the device
+    (``x gpu_count``, ``(sms SMs)``), driver, CUDA, NCCL, torch, Triton, EnvPool, CPU cores, the process
+    group's backend, the date and a device-to-device copy's bandwidth -- the optional ones where ``meta``
+    has them (``rltrain.machine.machine_info`` writes the common keys)."""
+    def value(key: str):
+        return "?" if meta.get(key) is None else meta[key]
+    name = f"{value('device_name')}" + (f" x {meta['gpu_count']}" if meta.get("gpu_count") else "") \
+        + (f" ({meta['sms']} SMs)" if meta.get("sms") else "")
+    parts = [name, f"driver {value('driver')}", f"CUDA {value('cuda')}"]
+    parts += [f"NCCL {value('nccl')}"] if "nccl" in meta else []
+    parts += [f"torch {value('torch')}", f"Triton {value('triton')}"]
+    parts += [f"EnvPool {value('envpool')}"] if "envpool" in meta else []
+    parts += [f"{value('cpu_cores')} CPU cores"] if "cpu_cores" in meta else []
+    parts += [str(meta["dist_backend"])] if meta.get("dist_backend") else []
+    line = ", ".join(parts) + f"; {str(value('date'))[:10]}"
     if meta.get("copy_gbs"):
         line += f"; device-to-device copy {meta['copy_gbs']:.0f} GB/s"
     return line + "."
@@ -201,7 +211,7 @@ def time_to_score_table(path: Path, cells: str = "all") -> str:
     from rltrain.time_to_score import markdown
     data = json.loads(path.read_text())
     meta = data["meta"]
-    host = machine(meta)[:-1] + f"; EnvPool {meta.get('envpool', '?')}, {meta.get('cpu_cores', '?')} CPU cores."
+    host = machine(meta)
     return "\n".join([host, "", markdown(data)])
 
 

@@ -78,7 +78,7 @@ def test_markdown_rows_and_fault_check():
                                "exit_code": 1, "failed_rank_named": True, "checkpoint_step": 4194304,
                                "resume_continued": True}}
     text = S.markdown(results)
-    assert text.startswith("NVIDIA H100 80GB HBM3 x 8, driver None, CUDA None, NCCL 2.27.3,")
+    assert text.startswith("NVIDIA H100 80GB HBM3 x 8, driver ?, CUDA ?, NCCL 2.27.3,")
     assert ("| PPO CartPole-v1 4096 x 128 | 1 | 2,000,000 | 100% | 250.0 | rollout 150.0 · ca 2.0 · update 98.0 "
             "| - | - | - |") in text
     assert "|  | 8 | 14,400,000 | 90% | 280.0 | rollout 152.0 · update 120.0 | 7.0 | 2.5% | 1.23 |" in text
