@@ -178,16 +178,50 @@ def test_close_never_hangs_with_a_full_queue():
     assert time.time() - t0 < 5 and not pool.actors[0].is_alive()
 
 
-def test_graceful_interrupt_defers_the_first_ctrl_c():
+def test_graceful_interrupt_defers_the_first_ctrl_c(monkeypatch):
+    import rltrain.interrupt as interrupt_module
+    clock = [100.0]
+    monkeypatch.setattr(interrupt_module.time, "monotonic", lambda: clock[0])
     before = signal.getsignal(signal.SIGINT)
     with GracefulInterrupt() as interrupt:
         signal.raise_signal(signal.SIGINT)  # only recorded
         assert interrupt.requested
         with pytest.raises(KeyboardInterrupt):
             interrupt.check()
+        clock[0] += 0.5 * interrupt_module.REPEAT_WINDOW_S
+        signal.raise_signal(signal.SIGINT)  # the same request again (timeout -s INT signals child and group)
+        clock[0] += interrupt_module.REPEAT_WINDOW_S
         with pytest.raises(KeyboardInterrupt):  # a second Ctrl-C is not deferred
             signal.raise_signal(signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_burst_of_sigints_stops_the_trainer_after_the_iteration_with_its_checkpoint(tmp_path):
+    """``timeout -s INT`` signals the trainer and then its process group (the trainer again); a
+    terminal's Ctrl-C under torchrun arrives twice too. Two SIGINTs 0.1 s apart are one request: the
+    run ends after an iteration, exit code 0, with ``latest.pt`` of that iteration."""
+    import json
+    import subprocess
+    from rltrain.checkpoint import load_checkpoint
+    cmd = [sys.executable, str(ROOT / "scripts" / "ppo.py"), "--env-id", "CartPole-v1", "--num-envs", "4",
+           "--num-steps", "16", "--total-timesteps", "100000000", "--checkpoint-every", "100000", "--no-progress",
+           "--no-cuda", "--runs-dir", str(tmp_path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    try:
+        deadline = time.time() + 90
+        while not any(len(m.read_text().splitlines()) >= 3 for m in tmp_path.glob("*/metrics.jsonl")):
+            assert proc.poll() is None and time.time() < deadline, "the trainer did not start iterating"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    (run,) = tmp_path.glob("CartPole-v1__*")
+    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert load_checkpoint(run / "checkpoints" / "latest.pt")["global_step"] == last["global_step"]
 
 
 def test_ctrl_c_surfaces_in_get_and_close_still_works():
