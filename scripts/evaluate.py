@@ -14,6 +14,7 @@ sampled from the policy, as CleanRL's published scores are (``--greedy`` takes t
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from envs import ObsNormalizer  # noqa: E402
 from rltrain.checkpoint import load_checkpoint  # noqa: E402
 from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
 from rltrain.evaluation import AgentPolicy, VideoRecorder, evaluate, make_eval_envs  # noqa: E402
+from rltrain.machine import machine_info  # noqa: E402
 from rltrain.runtime import select_device  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
@@ -78,7 +80,9 @@ def rebuild_agent(saved: Dict[str, Any], state: Dict[str, torch.Tensor], info) -
     return agent.eval()
 
 
-def main(args: Args) -> Dict[str, Any]:
+def main(args: Args, command: Optional[str] = None) -> Dict[str, Any]:
+    """Play ``args.episodes`` full episodes; the report (``--json``) holds the scores, their summary, the
+    checkpoint's step and training seconds, ``meta`` (machine, versions, date) and ``command``."""
     validate(args)
     try:
         ckpt = load_checkpoint(args.checkpoint)
@@ -103,10 +107,11 @@ def main(args: Args) -> Dict[str, Any]:
     result = evaluate(policy, envs, num_envs, args.episodes, recorder)
     envs.close() if hasattr(envs, "close") else None
     report = {
-        "checkpoint": str(args.checkpoint), "env_id": saved["env_id"], "trainer": saved.get("exp_name"),
+        "checkpoint": str(args.checkpoint), "env_id": saved["env_id"],
+        "trainer": "impala" if "correction" in saved else "ppo", "exp_name": saved.get("exp_name"),
         "global_step": ckpt.get("global_step"), "wall_s": ckpt.get("wall_s"),
         "policy": "greedy" if args.greedy else "sampled", "seed": args.seed, "device": str(device),
-        "video": args.video, **result.summary(),
+        "video": args.video, "command": command, "meta": machine_info(device), **result.summary(),
     }
     print(f"{saved['env_id']}: score {result.mean:.2f} +- {result.std:.2f} over {len(result.scores)} episodes "
           f"({report['policy']} actions; min {report['min']:g}, max {report['max']:g})")
@@ -120,4 +125,5 @@ def main(args: Args) -> Dict[str, Any]:
 
 
 if __name__ == "__main__":
-    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__)))
+    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__),
+                                      command=shlex.join(["python", "scripts/evaluate.py", *sys.argv[1:]])))

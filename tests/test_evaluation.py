@@ -99,6 +99,8 @@ def test_evaluate_script_writes_json_and_video(cartpole_checkpoint, tmp_path):
     report = json.loads((tmp_path / "scores.json").read_text())
     assert report["episodes"] == len(report["scores"]) == 5 and report["env_id"] == "CartPole-v1"
     assert report["mean"] == pytest.approx(np.mean(report["scores"])) and report["policy"] == "sampled"
+    assert report["trainer"] == "ppo" and report["command"].startswith("python scripts/evaluate.py --checkpoint ")
+    assert {"device_name", "torch", "date"} <= set(report["meta"])
     assert all(1 <= s <= 500 for s in report["scores"])
     assert f"score {report['mean']:.2f} +- {report['std']:.2f} over 5 episodes" in r.stdout
     import imageio.v2 as imageio
