@@ -78,7 +78,8 @@ IMPALA_ATARI_SPACE: Dict[str, tuple] = {
     "learning_rate": ("float", 1e-4, 3e-3, True),
     "total_timesteps": ("int", 5_000_000, 100_000_000, True),  # the annealing horizon
     "num_steps": ("categorical", [10, 20, 40]),
-    "num_minibatches": ("categorical", [1, 2, 4, 8, 16]),
+    # steps per minibatch (whole trajectories; every choice divides a 256-trajectory learner batch of each T)
+    "minibatch_size": ("categorical", [320, 640, 1280, 2560]),
     "update_epochs": ("int", 1, 2, False),
     "ent_coef": ("float", 1e-4, 3e-2, True),
     "vtrace_lambda": ("float", 0.9, 1.0, False),
