@@ -43,8 +43,8 @@ and after always run; no other run starts past the budget (its entry says it was
 
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
 Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
-4096 x 20), ``update-breakout`` (no envs: the Atari PPO update's network work -- 4 epochs x 4 minibatches
-of 16384 frames through the Nature CNN, forward, backward, clip, fused Adam -- in each of
+4096 x 20), ``update-breakout`` (no envs: the Atari PPO update -- 4 epochs x 4 minibatches of 16384 frames
+through the Nature CNN, scripts/ppo.py's loss, backward, clip, fused Adam -- in each of
 ``UPDATE_VARIANTS``: deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16
 autocast, ``torch.compile``, a CUDA graph of the minibatch step; ms per update; the rows the trainers run
 on CUDA name their flag), ``update-atari-preset`` (the same for configs/atari.yaml's update: 4 epochs x 16
@@ -68,6 +68,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -298,20 +299,27 @@ def summarize(case: Case, rows: List[Dict]) -> Dict:
 
 def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: int, epochs: int,
                       repeats: int = 3, warmup: int = 2) -> Dict[str, Dict]:
-    """ms per PPO-style update (``epochs`` x ``minibatches`` steps of ``minibatch`` random frames through the
-    Nature CNN: forward, a policy/value/entropy loss, backward, clip, Adam) for each of UPDATE_VARIANTS."""
+    """ms per PPO update (``epochs`` x ``minibatches`` steps of ``minibatch`` random frames through the
+    Nature CNN: scripts/ppo.py's loss with configs/atari.yaml's coefficients, backward, clipping, Adam)
+    for each of UPDATE_VARIANTS."""
     import torch
+    import ppo
     from agents import make_agent
     from rltrain.cuda_graph import GraphedStep, capturable_adam
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    preset = ppo.cli(["--config", str(ROOT / "configs" / "atari.yaml")])  # clip, entropy, value coefficients
     saved = (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
              torch.backends.cuda.matmul.allow_tf32)
     out: Dict[str, Dict] = {}
     n = minibatch * minibatches
     gen = torch.Generator().manual_seed(0)
-    obs = torch.randint(0, 256, (n, *obs_shape), dtype=torch.uint8, generator=gen).to(device)
-    actions = torch.randint(0, num_actions, (n,), generator=gen).to(device)
-    adv, ret = torch.randn(n, generator=gen).to(device), torch.randn(n, generator=gen).to(device)
+    source = {"obs": torch.randint(0, 256, (n, *obs_shape), dtype=torch.uint8, generator=gen),
+              "actions": torch.randint(0, num_actions, (n,), generator=gen),
+              "logprobs": -3 * torch.rand(n, generator=gen), "advantages": torch.randn(n, generator=gen),
+              "returns": torch.randn(n, generator=gen), "values": torch.randn(n, generator=gen),
+              "valid": torch.ones(n)}
+    assert set(source) == {*ppo.LOSS_ROWS, "valid"}
+    source = {k: x.to(device) for k, x in source.items()}
     for label, v in UPDATE_VARIANTS:
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = v.deterministic, not v.deterministic
         torch.backends.cuda.matmul.allow_tf32 = v.tf32
@@ -324,24 +332,19 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
             continue
         optimizer = (capturable_adam(agent.parameters(), 2.5e-4, 1e-5, device) if v.graphed else
                      torch.optim.Adam(agent.parameters(), lr=2.5e-4, eps=1e-5, fused=device.type == "cuda"))
-
-        def loss_fn(x, a, adv_mb, ret_mb):
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=v.bf16):
-                _, logp, entropy, value = agent.get_action_and_value(x, a)
-            return (-(logp * adv_mb).mean() + 0.5 * (value.float() - ret_mb).square().mean()
-                    - 0.01 * entropy.float().mean())
+        loss_fn = partial(ppo.minibatch_loss, preset, agent)
         step_loss = torch.compile(loss_fn, dynamic=False) if v.compiled else loss_fn
 
-        def step(x, a, adv_mb, ret_mb):
-            loss = step_loss(x, a, adv_mb, ret_mb)
+        def step(rows):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=v.bf16):
+                loss, stats, approx_kl = step_loss(rows)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
+            torch.nn.utils.clip_grad_norm_(agent.parameters(), preset.max_grad_norm)
             optimizer.step()
+            return stats, approx_kl
 
-        source = {"obs": obs, "actions": actions, "adv": adv, "ret": ret}
-        graphed = GraphedStep(lambda rows: step(*rows.values()), agent.parameters(), optimizer, device) \
-            if v.graphed else None
+        graphed = GraphedStep(step, agent.parameters(), optimizer, device) if v.graphed else None
 
         def update():
             for _ in range(epochs):
@@ -349,7 +352,7 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
                     if graphed is not None:
                         graphed(source, mb)
                     else:
-                        step(obs[mb], actions[mb], adv[mb], ret[mb])
+                        step({k: x[mb] for k, x in source.items()})
         try:
             for _ in range(warmup):
                 update()

@@ -287,3 +287,16 @@ def test_the_committed_torchrun_result_renders_a_row_per_run():
         assert f"| | {label} | {run['sps']:,.0f} | {100 * run['vs_raw']:.0f}% |" in text
     pairs = ", ".join(f"{r:.3f}" for r in results["cases"]["ppo-cartpole-torchrun1"]["torchrun_vs_plain_pairs"]["1"])
     assert f"(each turn: {pairs})" in B.table(results)
+
+
+def test_the_update_microbench_times_the_ppo_trainers_loss_with_the_presets_coefficients(monkeypatch):
+    import ppo
+    presets, real = [], ppo.minibatch_loss
+    monkeypatch.setattr(ppo, "minibatch_loss", lambda args, *a: (presets.append(args), real(args, *a))[1])
+    monkeypatch.setattr(B, "UPDATE_VARIANTS", (("eager", B.UpdateVariant(deterministic=False)),
+                                               ("graph", B.UpdateVariant(graphed=True))))
+    out = B.update_microbench((4, 84, 84), 6, minibatch=4, minibatches=2, epochs=1, repeats=1, warmup=0)
+    assert out["eager"]["update_ms"] > 0 and out["eager"]["steps"] == 2
+    assert "CUDA" in out["graph"]["error"]  # recorded, not raised: the other variants still run
+    preset = ppo.cli(["--config", str(ROOT / "configs" / "atari.yaml")])
+    assert len(presets) == 2 and all(a == preset for a in presets)
