@@ -2,8 +2,8 @@
 
 :func:`machine_info` is the one definition of these keys; each benchmark or study adds only its own
 (SM count, commits, rounds, ...) next to them.  ``scripts/results_tables.py`` prints them under its
-tables (``results_tables.machine``) and ``tests/test_docs.py`` requires ``device_name, driver, cuda, torch, triton, date`` in the
-``meta`` of every file under ``docs/results/``.
+tables (``results_tables.machine``) and ``tests/test_docs.py`` requires ``device_name, driver, cuda,
+torch, triton, date`` in the ``meta`` of every file under ``docs/results/``.
 """
 
 from __future__ import annotations
