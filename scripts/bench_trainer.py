@@ -335,15 +335,10 @@ def update_microbench(obs_shape, num_actions: int, minibatch: int, minibatches: 
         loss_fn = partial(ppo.minibatch_loss, preset, agent)
         step_loss = torch.compile(loss_fn, dynamic=False) if v.compiled else loss_fn
 
-        def step(rows):
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=v.bf16):
-                loss, stats, approx_kl = step_loss(rows)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(agent.parameters(), preset.max_grad_norm)
-            optimizer.step()
-            return stats, approx_kl
-
+        def autocast_loss(rows, step_loss=step_loss, bf16=v.bf16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                return step_loss(rows)
+        step = partial(ppo.minibatch_step, preset, agent, optimizer, loss_fn=autocast_loss)
         graphed = GraphedStep(step, agent.parameters(), optimizer, device) if v.graphed else None
 
         def update():

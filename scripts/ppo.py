@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal, Optional, Tuple
+from typing import Callable, Literal, Optional, Tuple
 
 import numpy as np
 import torch
@@ -194,6 +194,19 @@ def minibatch_loss(args: Args, learner: nn.Module, rows: dict, moments: Optional
     return loss, stats, approx_kl
 
 
+def minibatch_step(args: Args, learner: nn.Module, optimizer: torch.optim.Optimizer, rows: dict,
+                   loss_fn: Optional[Callable[[dict], tuple]] = None):
+    """One whole minibatch step, as ``--graph-update`` records it: gradients set to None, the loss
+    (``loss_fn(rows)``, default :func:`minibatch_loss`), backward, clipping to ``args.max_grad_norm``,
+    the optimizer's step.  Returns the loss's diagnostics and approximate KL."""
+    optimizer.zero_grad(set_to_none=True)
+    loss, stats, approx_kl = (loss_fn or partial(minibatch_loss, args, learner))(rows)
+    loss.backward()
+    nn.utils.clip_grad_norm_(learner.parameters(), args.max_grad_norm)
+    optimizer.step()
+    return stats, approx_kl
+
+
 def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     validate(args)  # every flag; the rules are in rltrain/validation.py
     args = args.with_step_budget()  # --total-timesteps 0: the default budget
@@ -301,16 +314,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
         return ctx.masked_moments(b["advantages"], b_valid, index=minibatches).loss_terms()
 
     loss_fn = compiled(partial(minibatch_loss, args, learner), args.compile)
-
-    def train_step(rows: dict):
-        """One minibatch step as --graph-update records it: loss, backward, clipping, Adam."""
-        optimizer.zero_grad(set_to_none=True)
-        loss, stats, approx_kl = minibatch_loss(args, learner, rows)
-        loss.backward()
-        nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-        optimizer.step()
-        return stats, approx_kl
-    graph_step = GraphedStep(train_step, agent.parameters(), optimizer, device) if args.graph_update else None
+    graph_step = (GraphedStep(partial(minibatch_step, args, learner, optimizer), agent.parameters(), optimizer, device)
+                  if args.graph_update else None)
     interrupt = GracefulInterrupt().install()  # Ctrl-C: finish the iteration, keep a checkpoint, stop
     interrupted = False
 
