@@ -35,8 +35,8 @@ gradient steps per env step, and the clip and entropy coefficients.  A trial cos
 host, so a search runs tens of trials, not hundreds: GAE lambda, gradient clipping, gamma, the value
 loss, the network and ``--num-envs`` (the user's) stay the preset's.  Combinations the trainer
 rejects (a minibatch larger than the batch) are pruned before they start.  IMPALA's
-(``IMPALA_ATARI_SPACE``) has the same kinds of flags plus V-trace's lambda; its minibatches are
-counted (``--num-minibatches``), as they are whole env columns.
+(``IMPALA_ATARI_SPACE``) has the same kinds of flags plus V-trace's lambda; its minibatch sizes are
+whole trajectories that divide the preset's learner batch for every rollout length.
 """
 
 from __future__ import annotations
