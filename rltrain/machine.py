@@ -19,7 +19,7 @@ import torch
 
 from rltrain.runtime import num_cores, select_device
 
-__all__ = ["machine_info", "nvidia_driver", "package_version", "DRIVER_QUERY_TIMEOUT_S"]
+__all__ = ["machine_info", "cpu_model", "nvidia_driver", "package_version", "DRIVER_QUERY_TIMEOUT_S"]
 
 DRIVER_QUERY_TIMEOUT_S = 10.0
 
@@ -35,13 +35,14 @@ def machine_info(device: Union[torch.device, str, None] = None) -> Dict[str, Any
     * ``driver`` -- the NVIDIA driver (``nvidia-smi``), ``None`` where there is none;
     * ``cuda`` -- the CUDA version torch was built with (``None`` for a CPU build);
     * ``torch``, ``triton``, ``envpool`` -- versions, ``None`` where not installed; ``python``;
-    * ``cpu_cores`` -- the cores this process may run on.
+    * ``cpu_cores`` -- the cores this process may run on; ``cpu_model`` -- :func:`cpu_model` (hosts
+      with the same GPU step EnvPool at different speeds).
     """
     device = torch.device(device) if device is not None else select_device(cuda=True)
     if device.type == "cuda":
         device_name = torch.cuda.get_device_name(device)
     else:
-        device_name = f"{device.type} ({platform.processor() or platform.machine() or 'unknown'})"
+        device_name = f"{device.type} ({cpu_model() or platform.machine() or 'unknown'})"
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device_name": device_name,
@@ -51,8 +52,23 @@ def machine_info(device: Union[torch.device, str, None] = None) -> Dict[str, Any
         "triton": package_version("triton"),
         "python": platform.python_version(),
         "cpu_cores": num_cores(),
+        "cpu_model": cpu_model(),
         "envpool": package_version("envpool"),
     }
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> Optional[str]:
+    """The processor's name: the first ``model name`` line of ``cpuinfo`` (Linux), else
+    :func:`platform.processor`; ``None`` where neither names one."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def nvidia_driver(timeout_s: float = DRIVER_QUERY_TIMEOUT_S) -> Optional[str]:

@@ -182,15 +182,17 @@ def host_info() -> Dict[str, Any]:
 
 
 def machine_of(runs: Sequence[Run]) -> Dict[str, Any]:
-    """The machine the runs trained on (their latest, by date), with ``devices`` listing every device
-    name where they differ; :func:`host_info` of this machine where no run recorded one."""
+    """The machine the runs trained on (their latest, by date), with ``devices`` (``cpu_models``)
+    listing every device name (processor) where they differ; :func:`host_info` of this machine where
+    no run recorded one."""
     known = sorted((r.machine for r in runs if r.machine), key=lambda m: str(m.get("date", "")))
     if not known:
         return host_info()
     meta = {k: v for k, v in known[-1].items() if k != "ranks"}
-    names = sorted({str(m.get("device_name")) for m in known})
-    if len(names) > 1:
-        meta["devices"] = names
+    for key, listed in (("device_name", "devices"), ("cpu_model", "cpu_models")):
+        names = sorted({str(m.get(key)) for m in known})
+        if len(names) > 1:
+            meta[listed] = names
     return meta
 
 

@@ -58,7 +58,7 @@ def us(v) -> str:
 
 def machine(meta: dict) -> str:
     """The line under a results table that says where and when its figures were measured: the device
-    (``x gpu_count``, ``(sms SMs)``), driver, CUDA, NCCL, torch, Triton, EnvPool, CPU cores, the process
+    (``x gpu_count``, ``(sms SMs)``), driver, CUDA, NCCL, torch, Triton, EnvPool, CPU cores and model, the process
     group's backend, the date and a device-to-device copy's bandwidth -- the optional ones where ``meta``
     has them (``rltrain.machine.machine_info`` writes the common keys)."""
     def value(key: str):
@@ -69,7 +69,8 @@ def machine(meta: dict) -> str:
     parts += [f"NCCL {value('nccl')}"] if "nccl" in meta else []
     parts += [f"torch {value('torch')}", f"Triton {value('triton')}"]
     parts += [f"EnvPool {value('envpool')}"] if "envpool" in meta else []
-    parts += [f"{value('cpu_cores')} CPU cores"] if "cpu_cores" in meta else []
+    cpu = f" ({meta['cpu_model']})" if meta.get("cpu_model") else ""
+    parts += [f"{value('cpu_cores')} CPU cores{cpu}"] if "cpu_cores" in meta else []
     parts += [str(meta["dist_backend"])] if meta.get("dist_backend") else []
     line = ", ".join(parts) + f"; {str(value('date'))[:10]}"
     if meta.get("copy_gbs"):

@@ -30,7 +30,7 @@ def test_cpu_info_names_the_processor_versions_and_utc_date(tmp_path, monkeypatc
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     info = machine.machine_info("cpu")
     after = datetime.datetime.now(datetime.timezone.utc)
-    assert set(RESULTS_KEYS) | {"python", "cpu_cores", "envpool"} == set(info)
+    assert set(RESULTS_KEYS) | {"python", "cpu_cores", "cpu_model", "envpool"} == set(info)
     date = datetime.datetime.fromisoformat(info["date"])
     assert date.utcoffset() == datetime.timedelta(0) and before <= date <= after and date.microsecond == 0
     assert info["device_name"].startswith("cpu (") and info["device_name"].endswith(")")
@@ -40,6 +40,14 @@ def test_cpu_info_names_the_processor_versions_and_utc_date(tmp_path, monkeypatc
     import envpool
 
     assert info["envpool"] == envpool.__version__
+
+
+def test_cpu_model_is_the_first_model_name_of_cpuinfo(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC  9454 48-Core Processor\n"
+                       "processor\t: 1\nmodel name\t: AMD EPYC 9454 48-Core Processor\n")
+    assert machine.cpu_model(str(cpuinfo)) == "AMD EPYC 9454 48-Core Processor"
+    assert machine.cpu_model(str(tmp_path / "missing")) == (platform.processor() or None)
 
 
 def test_driver_is_the_first_gpus_version(tmp_path, monkeypatch):

@@ -147,13 +147,13 @@ def test_a_run_folder_names_its_arguments_without_a_checkpoint(tmp_path):
 def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_its_own(tmp_path):
     """A document stores each run's machine and whole curve: merged into a later call, its runs count
     as they did (crossings, groups, plots); ``--alias`` counts a search trial's run as a seed of the preset."""
-    def machine(run_dir, name):
+    def machine(run_dir, name, cpu="EPYC 9454"):
         env_id, exp, seed, _ = run_dir.name.split("__")
         (run_dir / "args.json").write_text(json.dumps({"env_id": env_id, "exp_name": exp, "seed": int(seed),
                                                        "num_envs": 4}))
         (run_dir / "machine.json").write_text(json.dumps([{"device_name": name, "driver": "1", "cuda": "13.0",
                                                             "torch": "2", "triton": "3", "date": "2026-01-01",
-                                                            "cpu_cores": 16, "ranks": 1}]))
+                                                            "cpu_cores": 16, "cpu_model": cpu, "ranks": 1}]))
         return run_dir
 
     first = machine(write_run(tmp_path / "a", "Pong-v5", "trial0", 1, [(1, 100, 60.0, -21.0), (2, 200, 240.0, 20.5)]),
@@ -163,11 +163,12 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     assert json.loads(old.read_text())["meta"]["device_name"] == "H100"  # where the runs trained, not this host
 
     second = machine(write_run(tmp_path / "b", "Pong-v5", "preset", 2, [(1, 100, 60.0, -20.0), (2, 200, 360.0, 20.0)]),
-                     "H100")
+                     "H100", cpu="Xeon 8480")
     out = tmp_path / "new.json"
     doc = tts_script.main(tts_script.Args(runs=[str(second)], merge=[str(old)], alias=["trial0=preset"],
                                           thresholds=["Pong-v5=20"], out=str(out)))
     (group,) = doc["groups"]
+    assert doc["meta"]["cpu_models"] == ["EPYC 9454", "Xeon 8480"] and "devices" not in doc["meta"]
     assert group["group"] == "Pong-v5 preset" and group["seeds"] == [1, 2]
     assert group["thresholds"]["20"]["median_minutes"] == pytest.approx(5.0)  # 4 and 6 minutes
     merged = {r["seed"]: r for r in json.loads(out.read_text())["runs"]}
