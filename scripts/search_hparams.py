@@ -14,7 +14,9 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
   the game score on Atari) at ``--budget-s`` seconds of training (``charts/wall_s``: from the first
   iteration, start-up excluded), maximised.  The trial is stopped at the budget; a run that ends
   before it (``--total-timesteps`` reached) is scored by its last value.  A run that fails (non-finite
-  loss, crash) or finishes no episode is a failed trial.
+  loss, crash) or finishes no episode is a failed trial.  Each trial also keeps the env steps and
+  steps/s behind its value and the host's processor: hosts of one kind step EnvPool at different
+  speeds, so trials compare best within one host.
 * **pruning** -- the return is reported every ``--report-every-s`` training seconds; Optuna's
   median pruner stops a trial whose return is below the median of earlier trials at the same time
   (after ``--startup-trials`` complete trials and the first quarter of the budget).
@@ -59,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
 from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
+from rltrain.machine import cpu_model  # noqa: E402
 from rltrain.time_to_score import RETURN, WALL, host_info  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
@@ -220,7 +223,7 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     with open(trial_dir / "log.txt", "w") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 preexec_fn=os.setsid)  # its own process group: stopped with its threads
-    offset, value, at_s, next_report = 0, None, 0.0, args.report_every_s
+    offset, value, at_s, steps, next_report = 0, None, 0.0, 0, args.report_every_s
     metrics: Optional[Path] = None
     try:
         while True:
@@ -234,8 +237,8 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
                 if wall > args.budget_s:
                     done = True
                     break
-                if isinstance(row.get(RETURN), (int, float)):
-                    value, at_s = float(row[RETURN]), wall
+                if isinstance(row.get(RETURN), (int, float)):  # and the steps, at the host's speed, it took
+                    value, at_s, steps = float(row[RETURN]), wall, int(row.get("global_step", 0))
                 while value is not None and wall >= next_report:
                     trial.report(value, int(next_report))
                     next_report += args.report_every_s
@@ -254,6 +257,9 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     if value is None:
         raise RuntimeError(f"trial {trial.number} finished no episode in {args.budget_s:g} s")
     trial.set_user_attr("return_at_s", at_s)
+    trial.set_user_attr("steps", steps)
+    trial.set_user_attr("steps_per_s", round(steps / at_s, 1) if at_s > 0 else None)
+    trial.set_user_attr("cpu_model", cpu_model())
     return value
 
 
@@ -292,7 +298,8 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
         "pruner": f"median (after {args.startup_trials} trials, warm-up {args.budget_s / 4:g} s)",
         "space": {k: list(v) for k, v in space.items()}, "trials": counts, "meta": host_info(),
         "best": [{"number": t.number, "value": t.value, "params": t.params,
-                  "command": t.user_attrs.get("command"), "return_at_s": t.user_attrs.get("return_at_s")}
+                  "command": t.user_attrs.get("command"),
+                  **{k: t.user_attrs.get(k) for k in ("return_at_s", "steps", "steps_per_s", "cpu_model")}}
                  for t in complete[:args.top]],
     }
 

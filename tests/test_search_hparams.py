@@ -27,6 +27,9 @@ def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
     written = json.loads(best.read_text())
     top = written["best"][0]
     assert top["value"] == max(t["value"] for t in written["best"]) and top["value"] > 0
+    # what the return is read against: the steps trained by then, at the host's speed
+    assert 0 < top["return_at_s"] <= 4.0 and top["steps"] > 0
+    assert top["steps_per_s"] == pytest.approx(top["steps"] / top["return_at_s"], rel=0.01) and top["cpu_model"]
     assert top["command"].startswith("python scripts/ppo.py --config configs/classic_control.yaml")
     assert f"--minibatch-size {top['params']['minibatch_size']}" in top["command"]
     assert set(written["space"]) == set(search.QUICK_SPACE) and written["budget_s"] == 4.0
