@@ -39,10 +39,11 @@ def machine_info(device: Union[torch.device, str, None] = None) -> Dict[str, Any
       with the same GPU step EnvPool at different speeds).
     """
     device = torch.device(device) if device is not None else select_device(cuda=True)
+    processor = cpu_model()
     if device.type == "cuda":
         device_name = torch.cuda.get_device_name(device)
     else:
-        device_name = f"{device.type} ({cpu_model() or platform.machine() or 'unknown'})"
+        device_name = f"{device.type} ({processor or platform.machine() or 'unknown'})"
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device_name": device_name,
@@ -52,7 +53,7 @@ def machine_info(device: Union[torch.device, str, None] = None) -> Dict[str, Any
         "triton": package_version("triton"),
         "python": platform.python_version(),
         "cpu_cores": num_cores(),
-        "cpu_model": cpu_model(),
+        "cpu_model": processor,
         "envpool": package_version("envpool"),
     }
 
