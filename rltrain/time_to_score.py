@@ -190,10 +190,16 @@ def machine_of(runs: Sequence[Run]) -> Dict[str, Any]:
         return host_info()
     meta = {k: v for k, v in known[-1].items() if k != "ranks"}
     for key, listed in (("device_name", "devices"), ("cpu_model", "cpu_models")):
-        names = sorted({str(m.get(key)) for m in known})
+        names = sorted({str(m[key]) for m in known if m.get(key)})  # runs older than the key name none
         if len(names) > 1:
             meta[listed] = names
     return meta
+
+
+def _cards(machines: Sequence[Mapping[str, Any]]) -> str:
+    """The devices of runs' machines, short: ``H100``, ``H100, H200``."""
+    names = sorted({str((m or {}).get("device_name") or "?") for m in machines})
+    return ", ".join(n.replace("NVIDIA ", "").split(" ")[0] for n in names)
 
 
 def command_line(run: Run, defaults: Optional[Dict[str, Any]] = None) -> str:
@@ -270,7 +276,8 @@ def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
 
 def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: str | Path) -> List[Path]:
     """One PNG per game: average return against steps and against minutes, median and min-max over
-    the seeds of each configuration, thresholds dashed.  Returns the files written."""
+    the seeds of each configuration (its card named where the runs used several), thresholds dashed.
+    Returns the files written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -279,6 +286,7 @@ def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: st
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
+    several_cards = len({r.machine.get("device_name") for r in runs}) > 1
     for env_id in sorted({r.env_id for r in runs}):
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
         by_group: Dict[str, List[Run]] = {}
@@ -286,7 +294,8 @@ def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: st
             if r.env_id == env_id and len(r.steps):
                 by_group.setdefault(r.exp_name, []).append(r)
         for name, members in sorted(by_group.items()):
-            label = f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''})"
+            label = f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''}" \
+                + (f", {_cards([r.machine for r in members])})" if several_cards else ")")
             for ax, xs, scale in ((axes[0], [r.steps for r in members], 1.0),
                                   (axes[1], [r.wall_s for r in members], 60.0)):
                 b = band([(x / scale, r.returns) for x, r in zip(xs, members)])
@@ -312,16 +321,19 @@ def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: st
 def markdown(doc: Mapping[str, Any]) -> str:
     """One table per game of a :func:`summarize` document: per configuration its envs, seeds and
     training minutes, the final average return (median and range over the seeds) and the median
-    minutes to each threshold with how many seeds reached it."""
+    minutes to each threshold with how many seeds reached it; a ``card`` column where the document's
+    runs trained on more than one kind of device."""
     lines: List[str] = []
+    by_card = bool(doc.get("meta", {}).get("devices"))
     by_env: Dict[str, List[Mapping[str, Any]]] = {}
     for g in doc["groups"]:
         by_env.setdefault(g["env_id"], []).append(g)
     for env_id, groups in sorted(by_env.items()):
         thresholds = list(groups[0]["thresholds"])
-        lines += [f"**{env_id}**", "", "| configuration | envs | seeds | minutes | final return (range) | "
+        lines += [f"**{env_id}**", "", "| configuration | " + ("card | " if by_card else "")
+                  + "envs | seeds | minutes | final return (range) | "
                   + " | ".join(f">= {t}: minutes (seeds)" for t in thresholds) + " |",
-                  "|---|---:|---:|---:|---:|" + "---:|" * len(thresholds)]
+                  "|---|" + ("---|" if by_card else "") + "---:|---:|---:|---:|" + "---:|" * len(thresholds)]
         for g in groups:
             runs = [r for r in doc["runs"] if f"{r['env_id']} {r['exp_name']}" == g["group"]]
             finals = [r["final"]["avg_return"] for r in runs if r["final"]["avg_return"] is not None]
@@ -332,7 +344,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
                      else f"{finals[0]:.1f}" if finals else "-")
             config = runs[0].get("config")
             name = f"{runs[0]['trainer'].upper()} `{g['exp_name']}`" + (f", `{config}`" if config else "")
-            lines.append(f"| {name} | {', '.join(map(str, envs)) or '-'} | "
+            card = f"{_cards([r.get('machine') for r in runs])} | " if by_card else ""
+            lines.append(f"| {name} | {card}{', '.join(map(str, envs)) or '-'} | "
                          f"{len(runs)} | {max(minutes, default=0.0):.1f} | {final} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines).rstrip()

@@ -185,3 +185,34 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     with pytest.raises(ConfigError, match="--merge .*no stored curve"):
         old.write_text(json.dumps({"runs": [{"run_dir": "x", "env_id": "Pong-v5"}]}))
         tts_script.main(tts_script.Args(runs=[], merge=[str(old)], out=str(out)))
+
+
+def test_runs_on_two_kinds_of_card_get_a_card_column_and_a_header_naming_both(tmp_path):
+    """A document whose runs trained on an H100 and an H200 says which card each configuration used;
+    a run recorded before ``cpu_model`` existed adds no processor to the list."""
+    tables = load_script("results_tables")
+
+    def on(run_dir, card, cpu=None):
+        env_id, exp, seed, _ = run_dir.name.split("__")
+        (run_dir / "args.json").write_text(json.dumps({"env_id": env_id, "exp_name": exp, "seed": int(seed),
+                                                       "num_envs": 8}))
+        machine = {"device_name": card, "driver": "1", "cuda": "13.0", "torch": "2", "triton": "3",
+                   "date": f"2026-01-0{seed}", "cpu_cores": 16, **({"cpu_model": cpu} if cpu else {})}
+        (run_dir / "machine.json").write_text(json.dumps([machine]))
+        return run_dir
+
+    ppo_run = on(write_run(tmp_path, "Breakout-v5", "preset", 1, [(1, 100, 60.0, 5.0), (2, 200, 300.0, 310.0)]),
+                 "NVIDIA H100 80GB HBM3")
+    impala_run = on(write_run(tmp_path, "Breakout-v5", "impala", 2, [(1, 100, 60.0, 9.0), (2, 200, 240.0, 320.0)]),
+                    "NVIDIA H200", cpu="Xeon")
+    doc = summarize([load_run(ppo_run), load_run(impala_run)], {"Breakout-v5": [300.0]})
+    assert doc["meta"]["devices"] == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] and "cpu_models" not in doc["meta"]
+    table = markdown(doc).splitlines()
+    assert table[2].startswith("| configuration | card | envs |") and table[3].startswith("|---|---|---:|")
+    assert "| PPO `preset` | H100 | 8 | 1 | 5.0 | 310.0 | 5.0 (1/1) |" in table
+    assert "| PPO `impala` | H200 | 8 | 1 | 4.0 | 320.0 | 4.0 (1/1) |" in table
+    assert tables.machine(doc["meta"]).startswith("NVIDIA H100 80GB HBM3 / NVIDIA H200, driver 1,")
+    assert "(Xeon)" in tables.machine(doc["meta"])
+
+    single = summarize([load_run(ppo_run)], {"Breakout-v5": [300.0]})
+    assert "devices" not in single["meta"] and "| card |" not in markdown(single)
