@@ -286,7 +286,7 @@ def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: st
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    several_cards = len({r.machine["device_name"] for r in runs if r.machine.get("device_name")}) > 1
+    several_cards = bool(machine_of(runs).get("devices"))  # as markdown() decides from the document's meta
     for env_id in sorted({r.env_id for r in runs}):
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
         by_group: Dict[str, List[Run]] = {}
