@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "first_crossing", "step_curve",
-           "band", "summarize", "plot", "parse_thresholds", "host_info", "command_line", "markdown", "to_json",
+__all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "common_machine", "saved_machine",
+           "first_crossing", "step_curve", "band", "summarize", "plot", "parse_thresholds", "host_info", "command_line", "markdown", "to_json",
            "RETURN", "WALL"]
 
 RETURN = "charts/avg_episodic_return"
@@ -81,7 +81,7 @@ def _saved_args(run_dir: Path) -> Dict[str, Any]:
     return {}
 
 
-def _saved_machine(run_dir: Path) -> Dict[str, Any]:
+def saved_machine(run_dir: Path) -> Dict[str, Any]:
     """The machine of the run's latest segment (``machine.json``, written by the trainers), or none."""
     path = run_dir / "machine.json"
     segments = json.loads(path.read_text()) if path.is_file() else []
@@ -111,7 +111,7 @@ def load_run(run_dir: str | Path) -> Run:
     return Run(str(run_dir), env_id, exp_name, seed, trainer, args,
                steps=np.array([r["global_step"] for r in rows], dtype=np.int64),
                wall_s=np.array([r[WALL] for r in rows], dtype=np.float64),
-               returns=np.array([r[RETURN] for r in rows], dtype=np.float64), machine=_saved_machine(run_dir))
+               returns=np.array([r[RETURN] for r in rows], dtype=np.float64), machine=saved_machine(run_dir))
 
 
 def runs_from_document(doc: Mapping[str, Any]) -> List[Run]:
@@ -182,10 +182,15 @@ def host_info() -> Dict[str, Any]:
 
 
 def machine_of(runs: Sequence[Run]) -> Dict[str, Any]:
-    """The machine the runs trained on (their latest, by date), with ``devices`` (``cpu_models``)
-    listing every device name (processor) where they differ; :func:`host_info` of this machine where
-    no run recorded one."""
-    known = sorted((r.machine for r in runs if r.machine), key=lambda m: str(m.get("date", "")))
+    """The machine the runs trained on: :func:`common_machine` of their ``machine.json`` records."""
+    return common_machine([r.machine for r in runs])
+
+
+def common_machine(machines: Sequence[Optional[Mapping[str, Any]]]) -> Dict[str, Any]:
+    """One record for the machines of several runs: the latest by date, with ``devices``
+    (``cpu_models``) listing every device name (processor) where they differ; :func:`host_info` of
+    this machine where none was recorded."""
+    known = sorted((dict(m) for m in machines if m), key=lambda m: str(m.get("date", "")))
     if not known:
         return host_info()
     meta = {k: v for k, v in known[-1].items() if k != "ranks"}

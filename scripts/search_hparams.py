@@ -27,7 +27,7 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
   all trials train with the same ``--train-seed``.
 * **storage** -- an Optuna journal file (``--study-dir``/``<study>.journal``): a search stopped at any
   point resumes with the same command, and its trials can be read back (``--trials 0``).
-* ``--write-best`` writes the best trials, the space and the machine to
+* ``--write-best`` writes the best trials, the space and the machine the trials trained on to
   ``docs/results/hparam_search_<trainer>_<env>.json``, with the command of the best trial.
 
 PPO's space (``PPO_ATARI_SPACE``) holds the seven flags that set the speed of learning at 1024-4096
@@ -61,8 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
 from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
-from rltrain.machine import cpu_model  # noqa: E402
-from rltrain.time_to_score import RETURN, WALL, host_info  # noqa: E402
+from rltrain.time_to_score import RETURN, WALL, common_machine, saved_machine  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
 # name -> ("float" | "int", low, high, log) or ("categorical", choices); flags of the trainer
@@ -249,6 +248,11 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
             time.sleep(0.5)
     finally:
         _stop(proc)
+        if metrics is not None:  # the run's machine.json: where the trial trained (pruned ones too)
+            machine = saved_machine(metrics.parent)
+            for key, value_ in (("machine", machine), ("device_name", machine.get("device_name")),
+                                ("cpu_model", machine.get("cpu_model"))):
+                trial.set_user_attr(key, value_)
     if proc.returncode not in (0, -signal.SIGTERM) and value is None:
         tail = (trial_dir / "log.txt").read_text()[-1500:]
         raise RuntimeError(f"trial {trial.number} failed (exit {proc.returncode}):\n{tail}")
@@ -259,7 +263,6 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     trial.set_user_attr("return_at_s", at_s)
     trial.set_user_attr("steps", steps)
     trial.set_user_attr("steps_per_s", round(steps / at_s, 1) if at_s > 0 else None)
-    trial.set_user_attr("cpu_model", cpu_model())
     return value
 
 
@@ -296,10 +299,11 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
         "objective": f"{RETURN} at {args.budget_s:g} s of training ({WALL}), maximised",
         "budget_s": args.budget_s, "train_seed": args.train_seed, "sampler": f"TPE (multivariate, {args.startup_trials} random trials first)", "sampler_seed": args.seed,
         "pruner": f"median (after {args.startup_trials} trials, warm-up {args.budget_s / 4:g} s)",
-        "space": {k: list(v) for k, v in space.items()}, "trials": counts, "meta": host_info(),
+        "space": {k: list(v) for k, v in space.items()}, "trials": counts,
+        "meta": common_machine([t.user_attrs.get("machine") for t in study.trials]),  # where the trials trained
         "best": [{"number": t.number, "value": t.value, "params": t.params,
                   "command": t.user_attrs.get("command"),
-                  **{k: t.user_attrs.get(k) for k in ("return_at_s", "steps", "steps_per_s", "cpu_model")}}
+                  **{k: t.user_attrs.get(k) for k in ("return_at_s", "steps", "steps_per_s", "device_name", "cpu_model")}}
                  for t in complete[:args.top]],
     }
 

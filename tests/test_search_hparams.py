@@ -37,6 +37,10 @@ def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
     # each trial trained the real trainer for the budget: its metrics stop at about 4 training seconds
     trial_runs = sorted((tmp_path / "search" / "quick").glob("trial_*/runs/*/metrics.jsonl"))
     assert len(trial_runs) == 3
+    # the machine written is the one the trials trained on (their machine.json), not the reader's
+    trained_on = [json.loads((m.parent / "machine.json").read_text())[-1] for m in trial_runs]
+    assert written["meta"]["date"] in {m["date"] for m in trained_on}
+    assert top["device_name"] == trained_on[0]["device_name"]
     # the journal is the study: read back without running a trial
     again = subprocess.run([sys.executable, str(ROOT / "scripts" / "search_hparams.py"), "--quick", "--trials", "0",
                             "--study-dir", str(tmp_path / "search")], capture_output=True, text=True,
