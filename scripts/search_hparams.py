@@ -374,7 +374,16 @@ def _load_trainer(name: str):
     return sys.modules[spec.name]
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 if __name__ == "__main__":
-    # a SIGTERM (e.g. from `timeout`) unwinds like an exception, so the running trial is stopped with it
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__)))
+    # a SIGTERM (e.g. from `timeout`) stops the search as Ctrl-C does: the running trial's trainer is
+    # stopped and Optuna stores the trial as failed, so a resumed search does not see it running
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__)))
+    except KeyboardInterrupt:
+        print("search stopped: the journal keeps the finished trials; the same command resumes it", file=sys.stderr)
+        sys.exit(130)

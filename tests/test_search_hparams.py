@@ -5,8 +5,10 @@ writes the best trials with a scripts/ppo.py command."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,39 @@ def test_a_new_study_starts_from_the_atari_preset(trainer):
     assert start is not None and start == {k: getattr(preset, k) for k in search.SPACES[trainer]}
     narrow = dict(search.SPACES[trainer], learning_rate=("float", 10 * preset.learning_rate, 1.0, True))
     assert search.preset_values(load_script(trainer), args, config, narrow) is None
+
+
+def _processes_naming(text: str) -> list:
+    """Pids of live processes whose command line holds ``text`` (Linux /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:  # the process ended meanwhile
+            pass
+    return found
+
+
+def test_sigterm_stops_the_trial_and_stores_it_as_failed(tmp_path):
+    """`timeout` or a job scheduler ending a search mid-trial: the trainer stops with it and the journal
+    records the trial as failed, not as running for ever."""
+    optuna = pytest.importorskip("optuna")
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    study_dir = tmp_path / "search"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "search_hparams.py"), "--quick", "--trials", "1",
+                             "--study-dir", str(study_dir)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not _processes_naming(str(study_dir / "quick")) and time.monotonic() < deadline:  # the trainer started
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "search stopped" in err
+    assert not _processes_naming(str(study_dir))
+    storage = JournalStorage(JournalFileBackend(str(study_dir / "quick.journal")))
+    (trial,) = optuna.load_study(study_name="quick", storage=storage).trials
+    assert trial.state == optuna.trial.TrialState.FAIL
