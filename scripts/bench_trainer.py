@@ -42,7 +42,8 @@ With K = 1 a label's entry is its run itself.  ``--time-budget`` (default 400 s 
 and after always run; no other run starts past the budget (its entry says it was skipped).
 
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
-Atari preset otherwise), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
+Atari preset otherwise), ``ppo-atari-preset`` (Pong-v5 as configs/atari.yaml trains it, 1024 x 32, against
+``--graph-update``), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update -- 4 epochs x 4 minibatches of 16384 frames
 through the Nature CNN, scripts/ppo.py's loss, backward, clip, fused Adam -- in each of
 ``UPDATE_VARIANTS``: deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16
@@ -80,6 +81,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_envpool  # noqa: E402
 import results_tables  # noqa: E402
+from envs.make import env_family  # noqa: E402
 from rltrain.machine import machine_info  # noqa: E402
 from rltrain.runtime import num_cores  # noqa: E402
 from rltrain.trainer import GPU_MEMORY_METRIC  # noqa: E402
@@ -129,6 +131,10 @@ CASES: Dict[str, Case] = {
                          after_flags=("--minibatch-size", "0"), raw_steps=20, raw_warmup=3,
                          # the frames' copy into pinned memory (rollout/h2d) on 4 threads, not 1
                          variants=(("after, --torch-threads 4", ("--minibatch-size", "0", "--torch-threads", "4")),)),
+    # configs/atari.yaml as the README runs it (1024 envs x 32 steps, 4 epochs of 2048-step minibatches):
+    # the eager update against the one replayed from a CUDA graph, end to end
+    "ppo-atari-preset": Case("ppo", "Pong-v5", 1024, 32, warmup=3, timed=20, flags=("--config", "configs/atari.yaml"),
+                             variants=(("after, --graph-update", ("--graph-update",)),), raw_steps=100, raw_warmup=10),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
                             variants=(
@@ -186,7 +192,7 @@ UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on 
 def quick_case(case: Case) -> Case:
     """The tiny CPU version of ``case``: a few envs, a few steps, the trainer's defaults (a preset's
     minibatch size may not fit its batch), no variants."""
-    atari = case.env_id.startswith("Breakout")
+    atari = env_family(case.env_id) == "atari"
     return dataclasses.replace(case, num_envs=4 if atari else 8, num_steps=4 if atari else 16, warmup=1,
                                timed=2, flags=(), after_flags=case.quick_after_flags, variants=(),
                                raw_steps=10 if atari else 50, raw_warmup=2)
@@ -195,8 +201,8 @@ def quick_case(case: Case) -> Case:
 @dataclass
 class Args:
     cases: str = DEFAULT_CASES
-    """comma-separated cases: ppo-cartpole, ppo-breakout, impala-cartpole, impala-breakout, update-breakout,
-    update-atari-preset, ppo-cartpole-torchrun1"""
+    """comma-separated cases: ppo-cartpole, ppo-breakout, ppo-atari-preset, impala-cartpole, impala-breakout,
+    update-breakout, update-atari-preset, ppo-cartpole-torchrun1"""
     before_root: Optional[str] = None
     """another checkout whose trainers are the 'before' (e.g. a copy of main); none: after only"""
     out: Optional[str] = None
@@ -564,24 +570,25 @@ def table(results: Dict) -> str:
         if got is None or got[1] is None:
             return ""
         return f"  {scale * got[1]:,.{digits}f}-{scale * got[2]:,.{digits}f}{unit}"
-    lines = [f"{'case':<16}{'run':<38}{'steps/s':>12}{'vs raw':>9}{'rollout':>9}{'update ms':>11}{'wait':>8}",
-             "-" * 103]
+    w = max([16, *(len(name) + 2 for name in results["cases"])])  # the case column
+    lines = [f"{'case':<{w}}{'run':<38}{'steps/s':>12}{'vs raw':>9}{'rollout':>9}{'update ms':>11}{'wait':>8}",
+             "-" * (w + 87)]
     for name, case in results["cases"].items():
         if "updates" in case:
             for i, (label, run) in enumerate(case["updates"].items()):
                 text = f"{run['update_ms']:>11.1f}" if "update_ms" in run else f"  error: {run['error'][:50]}"
-                lines.append(f"{name if i == 0 else '':<16}{label:<38}{'':>30}{text}")
+                lines.append(f"{name if i == 0 else '':<{w}}{label:<38}{'':>30}{text}")
             continue
-        lines.append(f"{name:<16}{'raw EnvPool':<38}{median(case['raw'], 'sps'):>12,.0f}{'100.0%':>9}"
+        lines.append(f"{name:<{w}}{'raw EnvPool':<38}{median(case['raw'], 'sps'):>12,.0f}{'100.0%':>9}"
                      + span(case["raw"], "sps", 1.0, " steps/s", 0))
         for label, run in reported_runs(case):
             label = turns_label(label, run, case.get("num_turns", 1))
             if "error" in run:
-                lines.append(f"{'':<16}{label:<38}  error: {run['error'].splitlines()[-1][:60]}")
+                lines.append(f"{'':<{w}}{label:<38}  error: {run['error'].splitlines()[-1][:60]}")
                 continue
             phases = run["phases_ms"]
             update = phases.get("update", phases.get("learner", float("nan")))
-            lines.append(f"{'':<16}{label:<38}{median(run, 'sps'):>12,.0f}{pct(median(run, 'vs_raw')):>9}"
+            lines.append(f"{'':<{w}}{label:<38}{median(run, 'sps'):>12,.0f}{pct(median(run, 'vs_raw')):>9}"
                          f"{pct(median(run, 'rollout_vs_raw')):>9}{update:>11.1f}"
                          f"{pct(median(run, 'learner_wait')):>8}" + span(run, "vs_raw"))
     for name, case in results["cases"].items():

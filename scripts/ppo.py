@@ -47,7 +47,7 @@ from agents import make_agent  # noqa: E402
 from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups, spec_info  # noqa: E402
 from envs.synthetic import fill_rollout  # noqa: E402
 from rltrain.collector import RolloutCollector  # noqa: E402
-from rltrain.config import ConfigError, ExperimentArgs  # noqa: E402
+from rltrain.config import ExperimentArgs  # noqa: E402
 from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
 from rltrain.cuda_graph import GraphedStep, capturable_adam  # noqa: E402
 from rltrain.distributed import DistContext  # noqa: E402
@@ -145,7 +145,8 @@ class Args(ExperimentArgs):
     """torch.compile the minibatch loss (forward and, through it, backward)"""
     graph_update: bool = False
     """replay each minibatch step (loss, backward, clipping, Adam) from one CUDA graph: one launch instead of
-    hundreds, for small minibatches (CUDA, one rank; elsewhere the same step runs eagerly)"""
+    hundreds, for small minibatches (CUDA, one rank; elsewhere -- the CPU, torchrun with several ranks -- the
+    same step runs eagerly)"""
 
     def learner_batch(self) -> LearnerBatch:
         """One rollout, num_steps x num_envs steps; minibatches of shuffled single steps."""
@@ -217,9 +218,10 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     _, minibatch_size = resolve_minibatches(args.learner_batch(), args.num_minibatches, args.minibatch_size)
     num_iterations = args.total_timesteps // batch_size
     device = ctx.device
-    if args.graph_update and ctx.has_peers:
-        raise ConfigError("--graph-update runs on one rank (DDP's gradient all-reduce is not recorded); "
-                          f"this job has {ctx.world_size}")
+    if args.graph_update and ctx.has_peers:  # DDP's gradient all-reduce cannot be recorded
+        args = dataclasses.replace(args, graph_update=False)
+        if ctx.is_main:
+            print(f"--graph-update: one rank only; the update runs eagerly on these {ctx.world_size} ranks")
     set_torch_threads(args.torch_threads, device, ctx.cores_per_rank())
     seed_everything(ctx.rank_seed(args.seed), args.torch_deterministic)
     timer = PhaseTimer(device)
