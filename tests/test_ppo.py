@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from conftest import load_script, needs_mujoco
+from rltrain.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "ppo.py"
@@ -201,7 +202,7 @@ def test_default_step_budget_fits_any_number_of_envs():
     (["--num-envs", "4", "--env-groups", "3"], "--env-groups 3 must divide --num-envs 4"),
 ])
 def test_bad_input_inproc(tmp_path, flags, message):
-    with pytest.raises(ppo.ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message):
         run_inproc(tmp_path, *flags)
 
 
@@ -212,7 +213,7 @@ def test_bad_input_cli_exit_code(tmp_path):
     assert r.returncode == 2 and "does not parse" in r.stderr
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text("num_env: 4\n")
-    with pytest.raises(ppo.ConfigError, match="unknown field 'num_env'.*num_envs"):
+    with pytest.raises(ConfigError, match="unknown field 'num_env'.*num_envs"):
         ppo.cli(["--config", str(unknown)])
     r = run_cli(tmp_path, "--env-id", "Pong-v6")
     assert r.returncode == 2 and "Pong-v5" in r.stderr
