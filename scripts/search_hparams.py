@@ -249,10 +249,7 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     finally:
         _stop(proc)
         if metrics is not None:  # the run's machine.json: where the trial trained (pruned ones too)
-            machine = saved_machine(metrics.parent)
-            for key, value_ in (("machine", machine), ("device_name", machine.get("device_name")),
-                                ("cpu_model", machine.get("cpu_model"))):
-                trial.set_user_attr(key, value_)
+            trial.set_user_attr("machine", saved_machine(metrics.parent))
     if proc.returncode not in (0, -signal.SIGTERM) and value is None:
         tail = (trial_dir / "log.txt").read_text()[-1500:]
         raise RuntimeError(f"trial {trial.number} failed (exit {proc.returncode}):\n{tail}")
@@ -303,7 +300,8 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
         "meta": common_machine([t.user_attrs.get("machine") for t in study.trials]),  # where the trials trained
         "best": [{"number": t.number, "value": t.value, "params": t.params,
                   "command": t.user_attrs.get("command"),
-                  **{k: t.user_attrs.get(k) for k in ("return_at_s", "steps", "steps_per_s", "device_name", "cpu_model")}}
+                  **{k: t.user_attrs.get(k) for k in ("return_at_s", "steps", "steps_per_s")},
+                  **{k: (t.user_attrs.get("machine") or {}).get(k) for k in ("device_name", "cpu_model")}}
                  for t in complete[:args.top]],
     }
 
