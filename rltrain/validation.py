@@ -177,7 +177,8 @@ for _field, _rule in {
 @relation("graph_update", "compile")
 def _one_way_to_cut_launches(args) -> Optional[str]:
     if args.graph_update and args.compile:
-        return "--graph-update and --compile each cut the update's launches: choose one"
+        return ("--graph-update and --compile each cut the update's launches: choose one (a preset's graph_update: "
+                "true is turned off by --no-graph-update)")
     return None
 
 

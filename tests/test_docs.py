@@ -35,6 +35,17 @@ def test_results_files_name_their_machine_versions_and_date(path):
         assert meta.get(key), (path.name, key)
 
 
+# An absolute path of the machine a result came from (its output folder, a home or temp directory):
+# the file should name the repository-relative path a reader's own run writes to.
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:root|tmp|home|work|Users)/")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "docs" / "results").glob("*.json")), ids=lambda p: p.name)
+def test_results_files_name_no_machine_paths(path):
+    hits = [line.strip() for line in path.read_text().splitlines() if MACHINE_PATH.search(line)]
+    assert not hits, hits[:5]
+
+
 def _results(tmp_path, rows, **meta):
     path = tmp_path / "grid.json"
     path.write_text(json.dumps(dict(meta=dict(device_name="H200", driver="1", cuda="13.0", torch="2", triton="3",

@@ -133,6 +133,10 @@ def test_cli_exits_2_with_the_message(script, flags, tmp_path):
 
 
 # ----------------------------------------------------------------------------- relations
+GRAPH_OR_COMPILE = ("--graph-update and --compile each cut the update's launches: choose one (a preset's graph_update: "
+                    "true is turned off by --no-graph-update)")
+
+
 @pytest.mark.parametrize("script,flags,message", [
     ("impala", ["--num-envs", "16", "--num-actors", "3"], "--num-envs 16 must be a multiple of --num-actors 3"),
     ("impala", ["--num-envs", "8", "--num-actors", "2", "--env-batch-size", "5"],
@@ -150,7 +154,8 @@ def test_cli_exits_2_with_the_message(script, flags, tmp_path):
     ("impala", ["--num-envs", "8", "--num-actors", "2", "--learner-batch-envs", "5"],
      "--learner-batch-envs must be in [0, num_envs / num_actors = 4] (0: 4), got 5"),
     ("ppo", ["--num-envs", "6", "--env-groups", "4"], "--env-groups 4 must divide --num-envs 6"),
-    ("ppo", ["--graph-update", "--compile"], "--graph-update and --compile each cut the update's launches: choose one"),
+    ("ppo", ["--graph-update", "--compile"], GRAPH_OR_COMPILE),
+    ("ppo", ["--config", str(ROOT / "configs" / "atari.yaml"), "--compile"], GRAPH_OR_COMPILE),  # the preset's graphs
 ])
 def test_relations(script, flags, message):
     with pytest.raises(ConfigError) as e:
@@ -197,3 +202,9 @@ def test_minibatch_size_reaches_the_ppo_update(tmp_path):
     import torch
     ck = torch.load(Path(out["run_dir"]) / "checkpoints" / "final.pt", weights_only=False)
     assert ck["optimizer"]["state"][0]["step"].item() == 2  # Adam steps: one per minibatch
+
+
+def test_the_atari_preset_compiles_its_update_once_its_graphs_are_turned_off():
+    args = TRAINERS["ppo"].cli(["--config", str(ROOT / "configs" / "atari.yaml"), "--compile", "--no-graph-update"])
+    validate(args)
+    assert args.compile and not args.graph_update
