@@ -93,6 +93,7 @@ def main(args: Args) -> dict:
             raise ConfigError(f"--merge {path}: {type(e).__name__}: {e}") from None
     for run in runs:
         run.exp_name = aliases.get(run.exp_name, run.exp_name)
+    runs.sort(key=lambda r: r.run_dir)  # one document for the same runs, whichever were folders or merged
     # a merged run keeps the command it was stored with (its few stored args cannot rebuild it)
     commands = {r.run_dir: command_line(r, _defaults(r)) for r in runs if r.args and r.command is None}
     doc = summarize(runs, thresholds, commands)

@@ -187,6 +187,21 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
         tts_script.main(tts_script.Args(runs=[], merge=[str(old)], out=str(out)))
 
 
+def test_the_document_is_the_same_whichever_runs_were_merged(tmp_path):
+    """Runs and groups in run-folder order: a run added by --merge later lands where a full call puts it."""
+    folders = [write_run(tmp_path / "r", "Pong-v5", exp, seed, [(1, 100, 60.0, -21.0), (2, 200, 120.0, 20.0)])
+               for exp, seed in (("before", 1), ("preset", 1), ("preset", 2))]
+    whole = tts_script.main(tts_script.Args(runs=[str(f) for f in reversed(folders)], thresholds=["Pong-v5=20"],
+                                            out=str(tmp_path / "whole.json"), plots=False))
+    old = tmp_path / "old.json"
+    tts_script.main(tts_script.Args(runs=[str(folders[0]), str(folders[2])], thresholds=["Pong-v5=20"],
+                                    out=str(old), plots=False))
+    merged = tts_script.main(tts_script.Args(runs=[str(folders[1])], merge=[str(old)], thresholds=["Pong-v5=20"],
+                                             out=str(tmp_path / "merged.json"), plots=False))
+    assert [g["group"] for g in merged["groups"]] == ["Pong-v5 before", "Pong-v5 preset"]
+    assert [r["run_dir"] for r in merged["runs"]] == [r["run_dir"] for r in whole["runs"]] == sorted(map(str, folders))
+
+
 def test_runs_on_two_kinds_of_card_get_a_card_column_and_a_header_naming_both(tmp_path):
     """A document whose runs trained on an H100 and an H200 says which card each configuration used;
     a run recorded before ``cpu_model`` existed adds no processor to the list."""
