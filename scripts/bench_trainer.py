@@ -42,9 +42,9 @@ With K = 1 a label's entry is its run itself.  ``--time-budget`` (default 400 s 
 and after always run; no other run starts past the budget (its entry says it was skipped).
 
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
-Atari preset otherwise), ``ppo-atari-preset`` (Pong-v5 as configs/atari.yaml trains it, 1024 x 32: ``after`` with the eager
-update, ``--no-graph-update``, against the preset's ``--graph-update``), ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5,
-4096 x 20), ``update-breakout`` (no envs: the Atari PPO update -- 4 epochs x 4 minibatches of 16384 frames
+Atari preset otherwise), ``ppo-atari-preset`` (Pong-v5 as configs/atari.yaml trains it, 1024 x 32:
+``after`` with the eager update, ``--no-graph-update``, against the preset's ``--graph-update``),
+``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5, 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update -- 4 epochs x 4 minibatches of 16384 frames
 through the Nature CNN, scripts/ppo.py's loss, backward, clip, fused Adam -- in each of
 ``UPDATE_VARIANTS``: deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16
 autocast, ``torch.compile``, a CUDA graph of the minibatch step; ms per update; the rows the trainers run
