@@ -29,8 +29,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 __all__ = ["Run", "Crossing", "load_run", "runs_from_document", "machine_of", "common_machine", "saved_machine",
-           "first_crossing", "step_curve", "band", "summarize", "plot", "parse_thresholds", "host_info", "command_line", "markdown", "to_json",
-           "RETURN", "WALL"]
+           "first_crossing", "step_curve", "band", "summarize", "plot", "parse_thresholds", "host_info",
+           "command_line", "markdown", "to_json", "RETURN", "WALL"]
 
 RETURN = "charts/avg_episodic_return"
 WALL = "charts/wall_s"

@@ -44,11 +44,12 @@ and after always run; no other run starts past the budget (its entry says it was
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
 Atari preset otherwise), ``ppo-atari-preset`` (Pong-v5 as configs/atari.yaml trains it, 1024 x 32:
 ``after`` with the eager update, ``--no-graph-update``, against the preset's ``--graph-update``),
-``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5, 4096 x 20), ``update-breakout`` (no envs: the Atari PPO update -- 4 epochs x 4 minibatches of 16384 frames
-through the Nature CNN, scripts/ppo.py's loss, backward, clip, fused Adam -- in each of
-``UPDATE_VARIANTS``: deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16
-autocast, ``torch.compile``, a CUDA graph of the minibatch step; ms per update; the rows the trainers run
-on CUDA name their flag), ``update-atari-preset`` (the same for configs/atari.yaml's update: 4 epochs x 16
+``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5, 4096 x 20),
+``update-breakout`` (no envs: the Atari PPO update -- 4 epochs x 4 minibatches of 16384 frames through
+the Nature CNN, scripts/ppo.py's loss, backward, clip, fused Adam -- in each of ``UPDATE_VARIANTS``:
+deterministic or timed cuDNN, contiguous or channels-last, TF32 matrix products, bf16 autocast,
+``torch.compile``, a CUDA graph of the minibatch step; ms per update; the rows the trainers run on CUDA
+name their flag), ``update-atari-preset`` (the same for configs/atari.yaml's update: 4 epochs x 16
 minibatches of 2048 frames).  The last
 two are not in the default set: they do not fit the default run's time.  ``ppo-cartpole-torchrun1``
 (``ppo-cartpole`` without variants) is the cost of ``torchrun --standalone --nproc-per-node 1`` (a process
@@ -134,8 +135,8 @@ CASES: Dict[str, Case] = {
     # configs/atari.yaml as the README runs it (1024 envs x 32 steps, 4 epochs of 2048-step minibatches):
     # the eager update against the one replayed from a CUDA graph, end to end
     "ppo-atari-preset": Case("ppo", "Pong-v5", 1024, 32, warmup=3, timed=20, flags=("--config", "configs/atari.yaml"),
-                             after_flags=("--no-graph-update",), variants=(("after, --graph-update", ("--graph-update",)),),
-                             raw_steps=100, raw_warmup=10),
+                             after_flags=("--no-graph-update",),
+                             variants=(("after, --graph-update", ("--graph-update",)),), raw_steps=100, raw_warmup=10),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
                             variants=(
