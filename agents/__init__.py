@@ -4,6 +4,7 @@
 * :mod:`agents.nature_cnn`    -- Nature-DQN CNN torso (Atari).
 * :mod:`agents.impala_resnet` -- IMPALA ResNet torso (Atari).
 * :mod:`agents.heads`         -- categorical / Gaussian policy heads, value head.
+* :mod:`agents.value_norm`    -- running statistics of the value targets (``--norm-value``).
 * :mod:`agents.actor_critic`  -- torso(s) + heads with CleanRL's interface.
 
 :func:`make_agent` picks a network for an observation/action space.
@@ -21,9 +22,10 @@ from agents.heads import CategoricalHead, GaussianHead, QHead, ValueHead, draw_n
 from agents.impala_resnet import ImpalaResNet
 from agents.mlp import MLP
 from agents.nature_cnn import NatureCNN
+from agents.value_norm import ValueNormalizer
 
 __all__ = ["ActorCritic", "CategoricalHead", "GaussianHead", "ImpalaResNet", "MLP", "NatureCNN",
-           "QHead", "ValueHead", "make_agent", "sample_action", "draw_noise", "ARCHS"]
+           "QHead", "ValueHead", "ValueNormalizer", "make_agent", "sample_action", "draw_noise", "ARCHS"]
 
 ARCHS = ("auto", "mlp", "nature_cnn", "impala_resnet")
 
@@ -35,6 +37,8 @@ def make_agent(
     num_actions: int,
     hidden: Sequence[int] = (64, 64),
     q_head: bool = False,
+    norm_value: bool = False,
+    cnn_activation: str = "relu",
 ) -> ActorCritic:
     """Build an :class:`ActorCritic`.
 
@@ -42,7 +46,10 @@ def make_agent(
     torso, else ``mlp`` with separate actor and critic torsos.  ``discrete``
     selects a categorical head over ``num_actions`` actions, else a Gaussian
     over ``num_actions`` dimensions.  ``q_head=True`` (discrete only) replaces the
-    value head by a :class:`QHead` ``Q(s, .)`` (Retrace / ACER critics)."""
+    value head by a :class:`QHead` ``Q(s, .)`` (Retrace / ACER critics).  ``norm_value=True`` gives
+    the agent a :class:`ValueNormalizer` (its value head learns normalised targets; a value head
+    only).  ``cnn_activation``: the image torsos' activation (:data:`agents.layers.ACTIVATIONS`; the
+    MLP keeps tanh)."""
     if arch not in ARCHS:
         raise ValueError(f"unknown agent arch {arch!r}; choose from {ARCHS}")
     if arch == "auto":
@@ -50,14 +57,19 @@ def make_agent(
     head_cls = CategoricalHead if discrete else GaussianHead
     if q_head and not discrete:
         raise ValueError("a Q head needs a discrete action space")
+    if q_head and norm_value:
+        raise ValueError("value normalisation is for a value head, not a Q head")
+    value_norm = ValueNormalizer() if norm_value else None
 
     def critic_head(in_dim: int) -> nn.Module:
         return QHead(in_dim, num_actions) if q_head else ValueHead(in_dim)
     if arch == "mlp":
         in_dim = int(math.prod(obs_shape))
         actor, critic = MLP(in_dim, hidden), MLP(in_dim, hidden)
-        return ActorCritic(actor, head_cls(actor.out_dim, num_actions), critic_head(critic.out_dim), critic)
+        return ActorCritic(actor, head_cls(actor.out_dim, num_actions), critic_head(critic.out_dim), critic,
+                           value_norm=value_norm)
     if len(obs_shape) != 3:
         raise ValueError(f"{arch} needs image observations [C, H, W], got shape {obs_shape}")
-    torso = NatureCNN(obs_shape) if arch == "nature_cnn" else ImpalaResNet(obs_shape)
-    return ActorCritic(torso, head_cls(torso.out_dim, num_actions), critic_head(torso.out_dim))
+    torso = (NatureCNN(obs_shape, act=cnn_activation) if arch == "nature_cnn"
+             else ImpalaResNet(obs_shape, act=cnn_activation))
+    return ActorCritic(torso, head_cls(torso.out_dim, num_actions), critic_head(torso.out_dim), value_norm=value_norm)

@@ -1,4 +1,4 @@
-"""Layer initialisation shared by the networks (orthogonal init, as CleanRL)."""
+"""Layer initialisation (orthogonal init, as CleanRL) and the activations the image torsos offer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,18 @@ import math
 
 import torch.nn as nn
 
-__all__ = ["layer_init"]
+__all__ = ["layer_init", "ACTIVATIONS", "activation"]
+
+ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU}
+"""The image torsos' activations by name: ReLU (the Nature CNN's and IMPALA ResNet's own) or ELU
+(Clevert et al. 2016; the activation of rl_games' EnvPool Atari networks)."""
+
+
+def activation(name: str) -> nn.Module:
+    """A new activation module of :data:`ACTIVATIONS`."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; choose from {tuple(ACTIVATIONS)}")
+    return ACTIVATIONS[name]()
 
 
 def layer_init(layer: nn.Module, std: float = math.sqrt(2), bias: float = 0.0) -> nn.Module:

@@ -22,7 +22,7 @@ from typing import Optional, Tuple
 import torch
 import torch.nn as nn
 
-from agents.layers import layer_init
+from agents.layers import activation, layer_init
 
 __all__ = ["NatureCNN"]
 
@@ -32,21 +32,23 @@ class NatureCNN(nn.Module):
 
     ``channels_last``: the convolutions' layout; ``None``: channels-last on CUDA, contiguous elsewhere
     (module docstring); ``True`` / ``False``: channels-last / contiguous on every device.  It takes
-    effect when the module next moves (``.to``); forward follows it at once."""
+    effect when the module next moves (``.to``); forward follows it at once.  ``act``: the activation
+    after each layer (:data:`agents.layers.ACTIVATIONS`; the Nature network's is ReLU)."""
 
-    def __init__(self, obs_shape: Tuple[int, ...], out_dim: int = 512, channels_last: Optional[bool] = None):
+    def __init__(self, obs_shape: Tuple[int, ...], out_dim: int = 512, channels_last: Optional[bool] = None,
+                 act: str = "relu"):
         super().__init__()
         self.channels_last = channels_last
         c = obs_shape[0]
         self.conv = nn.Sequential(
-            layer_init(nn.Conv2d(c, 32, 8, stride=4)), nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(),
+            layer_init(nn.Conv2d(c, 32, 8, stride=4)), activation(act),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2)), activation(act),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1)), activation(act),
             nn.Flatten(),
         )
         with torch.no_grad():
             n = self.conv(torch.zeros(1, *obs_shape)).shape[1]
-        self.fc = nn.Sequential(layer_init(nn.Linear(n, out_dim)), nn.ReLU())
+        self.fc = nn.Sequential(layer_init(nn.Linear(n, out_dim)), activation(act))
         self.out_dim = out_dim
 
     def channels_last_on(self, device: torch.device) -> bool:

@@ -13,11 +13,23 @@ from typing import Dict, Tuple
 
 import torch
 
-__all__ = ["RunningMeanStd", "ObsNormalizer", "RewardNormalizer"]
+__all__ = ["RunningMeanStd", "ObsNormalizer", "RewardNormalizer", "merge_moments"]
+
+
+def merge_moments(mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor, b_mean: torch.Tensor,
+                  b_var: torch.Tensor, b_count) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mean, (population) variance and count of two sets of samples from each set's: Chan et al.'s
+    parallel rule, ``n = n_a + n_b``, ``mean = mean_a + d n_b / n``, ``var = (var_a n_a + var_b n_b +
+    d^2 n_a n_b / n) / n`` with ``d = mean_b - mean_a``.  A batch of count 0 leaves the first set's."""
+    delta = b_mean - mean
+    tot = count + b_count
+    new_mean = mean + delta * b_count / tot
+    m2 = var * count + b_var * b_count + delta.square() * count * b_count / tot
+    return new_mean, m2 / tot, tot
 
 
 class RunningMeanStd:
-    """Parallel (Chan et al.) running mean/variance over a leading batch dim."""
+    """Parallel (Chan et al., :func:`merge_moments`) running mean/variance over a leading batch dim."""
 
     def __init__(self, shape: Tuple[int, ...] = (), device: torch.device | str = "cpu", epsilon: float = 1e-4):
         self.mean = torch.zeros(shape, dtype=torch.float64, device=device)
@@ -27,16 +39,11 @@ class RunningMeanStd:
     def update(self, x: torch.Tensor) -> None:
         """Fold a batch ``x`` of shape ``[B, *shape]`` into the statistics."""
         x = x.to(torch.float64)
-        b_mean = x.mean(0)
-        b_var = x.var(0, unbiased=False)
-        b_count = x.shape[0]
-        delta = b_mean - self.mean
-        tot = self.count + b_count
-        new_mean = self.mean + delta * b_count / tot
-        m2 = self.var * self.count + b_var * b_count + delta.square() * self.count * b_count / tot
-        self.mean.copy_(new_mean)
-        self.var.copy_(m2 / tot)
-        self.count.copy_(tot)
+        mean, var, count = merge_moments(self.mean, self.var, self.count, x.mean(0), x.var(0, unbiased=False),
+                                         x.shape[0])
+        self.mean.copy_(mean)
+        self.var.copy_(var)
+        self.count.copy_(count)
 
     def state_dict(self) -> Dict[str, torch.Tensor]:
         return {"mean": self.mean.clone(), "var": self.var.clone(), "count": self.count.clone()}

@@ -24,14 +24,17 @@ step -- the same way (PPO's ``--graph-update``): with small minibatches (the Ata
 frames) its few hundred launches cost more than their arithmetic.  It follows PyTorch's whole-network
 capture recipe (CUDA semantics notes, "whole-network capture"): the step sets the gradients to None
 before its backward, so each replay writes them afresh; the optimizer is capturable with a tensor learning rate,
-which a scheduler fills in place (:func:`capturable_adam`); the warm-up steps are undone.
+which a scheduler fills in place (:func:`capturable_adam`) or the step itself adapts
+(:mod:`rltrain.adaptive_lr`); the warm-up steps are undone.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
+
+from rltrain.adaptive_lr import tensor_learning_rate
 
 __all__ = ["CapturedCall", "GraphedStep", "capturable_adam"]
 
@@ -114,29 +117,35 @@ class GraphedStep:
         self._make_capturable()
         params = [p.detach().clone() for p in self.params]
         state = {id(t): t.clone() for s in self.optimizer.state.values() for t in s.values() if torch.is_tensor(t)}
+        hyper = [(group, key, value.clone()) for group in self.optimizer.param_groups
+                 for key, value in group.items() if key != "params" and torch.is_tensor(value)]
         call = CapturedCall(lambda: self.step(self.rows), self.device, warmup=3)
-        self._undo_warmup(params, state)
+        self._undo_warmup(params, state, hyper)
         return call
 
     def _make_capturable(self) -> None:
         """What a checkpoint of an unrecorded run loads back (a float learning rate, ``capturable``
         off, step counts on the host), made recordable: a float learning rate would be recorded as a
         constant and the scheduler's later values never reach the replays."""
+        tensor_learning_rate(self.optimizer, self.device)
         for group in self.optimizer.param_groups:
             group["capturable"] = True
-            if not torch.is_tensor(group["lr"]) or group["lr"].device != self.device:
-                group["lr"] = torch.tensor(float(group["lr"]), device=self.device)
         for s in self.optimizer.state.values():
             if torch.is_tensor(s.get("step")) and s["step"].device != self.device:
                 s["step"] = s["step"].to(self.device, torch.float32)
 
     @torch.no_grad()
-    def _undo_warmup(self, params: List[torch.Tensor], state: Dict[int, torch.Tensor]) -> None:
+    def _undo_warmup(self, params: List[torch.Tensor], state: Dict[int, torch.Tensor],
+                     hyper: List[Tuple[dict, str, torch.Tensor]]) -> None:
         """Parameters and the optimizer state that existed before the warm-up get their values back;
-        state the warm-up created is zeroed, as a fresh optimizer's (Adam: step 0, moments 0)."""
+        state the warm-up created is zeroed, as a fresh optimizer's (Adam: step 0, moments 0); tensor
+        hyperparameters of the parameter groups (a learning rate the step itself adapts,
+        :mod:`rltrain.adaptive_lr`) get theirs back too."""
         for p, saved in zip(self.params, params):
             p.copy_(saved)
         for s in self.optimizer.state.values():
             for t in s.values():
                 if torch.is_tensor(t):
                     t.copy_(state[id(t)]) if id(t) in state else t.zero_()
+        for group, key, saved in hyper:
+            group[key].copy_(saved)

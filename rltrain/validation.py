@@ -157,6 +157,7 @@ for _field, _rule in {
     "gae_lambda": between(0, 1),
     "clip_coef": greater_than(0),
     "target_kl": optional(greater_than(0)),
+    "kl_adaptive_lr": optional(greater_than(0)),
     # ----------------------------------------------------------------------------- IMPALA
     "env_groups": at_least(0),
     "num_actors": at_least(1),
@@ -179,6 +180,14 @@ def _one_way_to_cut_launches(args) -> Optional[str]:
     if args.graph_update and args.compile:
         return ("--graph-update and --compile each cut the update's launches: choose one (a preset's graph_update: "
                 "true is turned off by --no-graph-update)")
+    return None
+
+
+@relation("kl_adaptive_lr", "anneal_lr")
+def _one_learning_rate_schedule(args) -> Optional[str]:
+    if args.kl_adaptive_lr is not None and args.anneal_lr:
+        return ("--kl-adaptive-lr sets the learning rate from the KL after every minibatch and --anneal-lr "
+                "would overwrite it every iteration: give --no-anneal-lr with it")
     return None
 
 

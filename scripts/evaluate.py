@@ -75,7 +75,8 @@ def rebuild_agent(saved: Dict[str, Any], state: Dict[str, torch.Tensor], info) -
         arch = "nature_cnn" if len(info.obs_shape) == 3 else "mlp"
     extra = {"hidden": _mlp_hidden(state)} if arch == "mlp" else {}
     agent = make_agent(arch, info.obs_shape, info.discrete, info.num_actions,
-                       q_head=saved.get("correction") == "retrace", **extra)
+                       q_head=saved.get("correction") == "retrace", norm_value=saved.get("norm_value", False),
+                       cnn_activation=saved.get("cnn_activation", "relu"), **extra)
     agent.load_state_dict(state)
     return agent.eval()
 

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 from agents import make_agent  # noqa: E402
 from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups, spec_info  # noqa: E402
 from envs.synthetic import fill_rollout  # noqa: E402
+from rltrain.adaptive_lr import adapt_learning_rate, tensor_learning_rate  # noqa: E402
 from rltrain.collector import RolloutCollector  # noqa: E402
 from rltrain.config import ExperimentArgs  # noqa: E402
 from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
@@ -92,13 +93,23 @@ class Args(ExperimentArgs):
     # --- algorithm ---
     agent: Literal["auto", "mlp", "nature_cnn", "impala_resnet"] = "auto"
     """network: auto = nature_cnn for images, mlp otherwise"""
+    cnn_activation: Literal["relu", "elu"] = "relu"
+    """activation of the image torsos (nature_cnn, impala_resnet; the MLP keeps tanh): relu, or elu
+    (Clevert et al. 2016), the activation of rl_games' EnvPool Atari networks"""
     total_timesteps: int = 0
     """total environment steps (counting all envs of all ranks); 0: 300,000, or 40 rollouts where those are
     more (--num-envs 4096: 40 x 524,288 steps; CartPole-v1 reaches 500 in about 33)"""
     learning_rate: float = 2.5e-3
-    """Adam learning rate"""
+    """Adam learning rate (with --kl-adaptive-lr: its starting value)"""
     anneal_lr: bool = True
     """linearly anneal the learning rate to 0"""
+    kl_adaptive_lr: Optional[float] = None
+    """target KL of a learning rate that follows the policy's change (None: off): after each minibatch
+    step the rate is divided by 1.5 where that minibatch's approx KL is above twice the target, multiplied
+    by 1.5 where it is below half of it, within [1e-6, 1e-2] (rl_games' adaptive schedule with its
+    kl_threshold; rltrain/adaptive_lr.py). On the device, without a sync, inside --graph-update's graph
+    too; under torchrun from every rank's KL. It replaces the annealing: give --no-anneal-lr. The
+    rate is saved in checkpoints and a resumed run continues from it"""
     num_steps: int = 128
     """steps per environment per rollout (T)"""
     gamma: float = 0.99
@@ -121,7 +132,14 @@ class Args(ExperimentArgs):
     ent_coef: float = 0.0
     """entropy bonus coefficient"""
     vf_coef: float = 0.5
-    """value loss coefficient"""
+    """value loss coefficient: the critic loss weight, loss = policy loss - ent_coef * entropy +
+    vf_coef * 0.5 * (V - return)^2 (CleanRL's name; rl_games' critic_coef weighs the same term)"""
+    norm_value: bool = False
+    """value normalisation: the critic learns the GAE returns normalised by their running mean and std
+    (of every return so far, updated once per iteration before the update), its outputs de-normalised
+    for the rollout, GAE and the bootstrap; the value loss and its clipping are in normalised units.
+    The statistics are buffers of the agent (saved with the model). PopArt's target normalisation (van
+    Hasselt et al. 2016) as rl_games' normalize_value; agents/value_norm.py"""
     max_grad_norm: float = 0.5
     """gradient clipping norm"""
     target_kl: Optional[float] = None
@@ -161,19 +179,27 @@ class Args(ExperimentArgs):
 LOSS_ROWS = ("obs", "actions", "logprobs", "advantages", "returns", "values")  # of the flat rollout, and "valid"
 
 
-def loss_source(b: dict, b_valid: torch.Tensor) -> dict:
-    """The flat rollout's tensors the loss reads, ``valid`` as floats: a minibatch's rows are ``[mb]`` of each."""
-    return {**{k: b[k] for k in LOSS_ROWS}, "valid": b_valid}
+def loss_source(b: dict, b_valid: torch.Tensor, value_norm: Optional[nn.Module] = None) -> dict:
+    """The flat rollout's tensors the loss reads, ``valid`` as floats: a minibatch's rows are ``[mb]`` of each.
+    With a ``value_norm`` (``--norm-value``) the returns and the rollout's values are normalised by its
+    current statistics, the units of the critic head the loss trains."""
+    source = {**{k: b[k] for k in LOSS_ROWS}, "valid": b_valid}
+    if value_norm is not None:
+        source["returns"], source["values"] = value_norm.normalize(b["returns"]), value_norm.normalize(b["values"])
+    return source
 
 
 def minibatch_loss(args: Args, learner: nn.Module, rows: dict, moments: Optional[torch.Tensor] = None):
     """PPO's clipped loss on a minibatch's ``rows`` (:func:`loss_source` indexed by the minibatch); the
     autoreset dummy rows (``valid`` 0) are left out.  ``moments``: ``(mean, std, denominator)`` of the
     minibatch's advantages and valid rows over every rank (distributed run), None: of these rows
-    (:func:`rltrain.losses.minibatch_moments`).  Returns the loss, its diagnostics and the approximate KL."""
+    (:func:`rltrain.losses.minibatch_moments`).  The value term compares the critic head's output as it
+    is with ``rows``' returns and values: normalised ones under ``--norm-value`` (:func:`loss_source`).
+    Returns the loss, its diagnostics and the approximate KL."""
     m, mb_adv = rows["valid"], rows["advantages"]
     adv_mean, adv_std, denom = minibatch_moments(mb_adv, m) if moments is None else moments
-    _, newlogprob, entropy, newvalue = learner("get_action_and_value", rows["obs"], rows["actions"])
+    _, newlogprob, entropy, newvalue = learner("get_action_and_value", rows["obs"], rows["actions"],
+                                               normalized_value=True)
     logratio = newlogprob - rows["logprobs"]
     ratio = logratio.exp()
     if args.norm_adv:
@@ -199,12 +225,15 @@ def minibatch_step(args: Args, learner: nn.Module, optimizer: torch.optim.Optimi
                    loss_fn: Optional[Callable[[dict], tuple]] = None):
     """One whole minibatch step, as ``--graph-update`` records it: gradients set to None, the loss
     (``loss_fn(rows)``, default :func:`minibatch_loss`), backward, clipping to ``args.max_grad_norm``,
-    the optimizer's step.  Returns the loss's diagnostics and approximate KL."""
+    the optimizer's step, and with ``--kl-adaptive-lr`` the learning rate adapted in place to the
+    minibatch's KL.  Returns the loss's diagnostics and approximate KL."""
     optimizer.zero_grad(set_to_none=True)
     loss, stats, approx_kl = (loss_fn or partial(minibatch_loss, args, learner))(rows)
     loss.backward()
     nn.utils.clip_grad_norm_(learner.parameters(), args.max_grad_norm)
     optimizer.step()
+    if args.kl_adaptive_lr is not None:
+        adapt_learning_rate(optimizer, approx_kl, args.kl_adaptive_lr)
     return stats, approx_kl
 
 
@@ -240,8 +269,10 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     rew_norm = RewardNormalizer(N, device, gamma=args.gamma) if args.norm_reward else None
 
     # ---------------------------------------------------------------- agent
-    agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions, hidden=args.hidden_sizes).to(device)
-    if args.graph_update and device.type == "cuda":  # recordable: a device-tensor learning rate, filled in place
+    agent = make_agent(args.agent, info.obs_shape, info.discrete, info.num_actions, hidden=args.hidden_sizes,
+                       norm_value=args.norm_value, cnn_activation=args.cnn_activation).to(device)
+    adaptive_lr = args.kl_adaptive_lr is not None  # the rate a device tensor, adapted in place
+    if (args.graph_update or adaptive_lr) and device.type == "cuda":  # recordable: a device-tensor learning rate
         optimizer = capturable_adam(agent.parameters(), args.learning_rate, 1e-5, device)
     else:
         optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5,
@@ -254,6 +285,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     run = start_run(run_args, state, num_iterations, ctx)
     run_dir, logger, recent_returns = run.run_dir, run.logger, run.recent_returns
     start_iteration, global_step = run.iteration, run.global_step
+    if adaptive_lr:  # the rate (the checkpoint's where resumed) as a tensor on the device
+        tensor_learning_rate(optimizer, device)
     clock = TrainingClock(run.wall_s)  # training seconds, across --resume
     evaluation = PeriodicEvaluation(args.env_id, args.eval_episodes, args.seed + 100_000, device,
                                     args.eval_greedy, args.num_threads) if args.eval_every and ctx.is_main else None
@@ -338,9 +371,12 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
             # ------------------------------------------------------------ update
             with timer.phase("update/forward"):
+                if agent.value_norm is not None:  # --norm-value: the returns' statistics, before learning them
+                    targets = ctx.masked_moments(returns, buf.valid)  # of every rank's rows
+                    agent.value_norm.merge(targets.mean, targets.std.square(), targets.count)
                 b = buf.flat(advantages=advantages, returns=returns)
                 b_valid = b["valid"].float()
-                source = loss_source(b, b_valid)
+                source = loss_source(b, b_valid, agent.value_norm)
                 mb_stats = []
             for epoch in range(args.update_epochs):
                 with timer.phase("update/forward"):
@@ -350,7 +386,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                     if (epoch or i) and targets_due(args.advantage_recompute, epoch, i):
                         advantages, returns = recompute_advantages()
                         b["advantages"], b["returns"] = advantages.reshape(-1), returns.reshape(-1)
-                        source = loss_source(b, b_valid)
+                        source = loss_source(b, b_valid, agent.value_norm)
                         moments = advantage_moments(minibatches)
                     if graph_step is not None:  # forward, backward, clipping and Adam: one replay
                         with timer.phase("update/graph_step"):
@@ -367,10 +403,13 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                     with timer.phase("update/optim"):
                         nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                         optimizer.step()
+                        if adaptive_lr:  # from the minibatch's KL over every rank
+                            adapt_learning_rate(optimizer, ctx.all_reduce(approx_kl, "mean"), args.kl_adaptive_lr)
                 if args.target_kl is not None and ctx.all_reduce(approx_kl, "mean").item() > args.target_kl:
                     break
-            with timer.phase("update/optim"):
-                scheduler.step()
+            if not adaptive_lr:  # (the adapted rate is not the scheduler's)
+                with timer.phase("update/optim"):
+                    scheduler.step()
 
             # ------------------------------------------------------------ once-per-iteration readout
             secs = timer.read()  # the one device sync of the iteration

@@ -49,6 +49,7 @@ BAD = {
     "gae_lambda": (1.01, "--gae-lambda must be in [0, 1], got 1.01"),
     "clip_coef": (-0.2, "--clip-coef must be > 0, got -0.2"),
     "target_kl": (0.0, "--target-kl must be > 0 (or unset), got 0.0"),
+    "kl_adaptive_lr": (-0.01, "--kl-adaptive-lr must be > 0 (or unset), got -0.01"),
     "num_actors": (0, "--num-actors must be an integer >= 1, got 0"),
     "env_groups": (-1, "--env-groups must be an integer >= 0, got -1"),
     "learner_batch_envs": (-1, "--learner-batch-envs must be an integer >= 0, got -1"),
@@ -155,6 +156,8 @@ GRAPH_OR_COMPILE = ("--graph-update and --compile each cut the update's launches
      "--learner-batch-envs must be in [0, num_envs / num_actors = 4] (0: 4), got 5"),
     ("ppo", ["--num-envs", "6", "--env-groups", "4"], "--env-groups 4 must divide --num-envs 6"),
     ("ppo", ["--graph-update", "--compile"], GRAPH_OR_COMPILE),
+    ("ppo", ["--kl-adaptive-lr", "0.01"], "--kl-adaptive-lr sets the learning rate from the KL after every minibatch "
+     "and --anneal-lr would overwrite it every iteration: give --no-anneal-lr with it"),
     ("ppo", ["--config", str(ROOT / "configs" / "atari.yaml"), "--compile"], GRAPH_OR_COMPILE),  # the preset's graphs
 ])
 def test_relations(script, flags, message):
