@@ -1,10 +1,13 @@
 """Hyperparameter search for large-batch PPO (or IMPALA) on Atari with Optuna: the best return in a
-fixed wall clock.
+fixed wall clock, or the fewest env steps to a score on several games together.
 
     python scripts/search_hparams.py --env-id Pong-v5 --num-envs 1024 --budget-s 300 --trials 40
     python scripts/search_hparams.py --env-id Pong-v5 --num-envs 1024 --trials 0 --write-best   # read back
     python scripts/search_hparams.py --trainer impala --env-id Breakout-v5 --num-envs 1024 --budget-s 600
+    python scripts/search_hparams.py --objective to-score --num-envs 1024 --trials 24   # Pong 20 + Breakout 300
     python scripts/search_hparams.py --quick           # CPU check: 3 tiny CartPole trials, < 1 min
+
+``--objective return`` (the default) is described first; ``--objective to-score`` after it.
 
 Each trial runs ``scripts/<trainer>.py`` in a subprocess with the preset (``--config``, default
 configs/atari.yaml or configs/impala_atari.yaml), the user's ``--num-envs`` and the trial's values
@@ -39,6 +42,24 @@ loss, the network and ``--num-envs`` (the user's) stay the preset's.  Combinatio
 rejects (a minibatch larger than the batch) are pruned before they start.  IMPALA's
 (``IMPALA_ATARI_SPACE``) has the same kinds of flags plus V-trace's lambda; its minibatch sizes are
 whole trajectories that divide the preset's learner batch for every rollout length.
+
+**--objective to-score** (PPO; :mod:`rltrain.score_objective`): each trial trains every game of
+``--targets`` (``ENV_ID:SCORE:REFERENCE:BUDGET``; default Pong-v5 20 and Breakout-v5 300) in turn,
+with the same values and ``--num-envs``, each until its average return first reaches the score or
+its ``--measure`` (env steps, or training seconds on this host) passes the budget.  The objective is
+the sum over the games of the measure at the score divided by the game's reference (a game not
+reached costs its budget x ``--penalty``), minimised.  The default references are the env steps
+``configs/atari.yaml``'s recorded runs needed (Pong-v5 20: 6.0M, Breakout-v5 300: 6.5M), so that preset costs about
+2 and a trial that halves the steps on both games 1; the budgets 1.25 times them.  Every trial
+reports a lower bound of its objective at ``--report-points`` points per game, and stops once that
+bound is above the median objective of the complete trials (after ``--startup-trials`` of them): a
+trial that misses Pong's score within its budget stops there, before Breakout.  The space
+(``PPO_TO_SCORE_SPACE``) holds the recipe's ingredients with the flags that set the gradient steps per env step: the KL-adaptive learning rate's target (or
+none: ``--learning-rate`` annealed linearly over ``--total-timesteps``), value normalisation, the
+learning rate, rollout length, minibatch size, epochs, gamma, the entropy bonus, the network and its
+activation.  The trials start from ``configs/atari_fast.yaml``; the first trains its own values.
+``--write-best`` writes ``docs/results/hparam_search_<trainer>_to_score.json`` with each game's
+steps, seconds and command of the best trials.
 """
 
 from __future__ import annotations
@@ -52,6 +73,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple
 
@@ -61,6 +83,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
 from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
+from rltrain.score_objective import BoundReporter, GameWatch, ScoreObjective, ScoreTarget, above_median  # noqa: E402
 from rltrain.time_to_score import RETURN, WALL, common_machine, saved_machine  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
@@ -86,8 +109,30 @@ IMPALA_ATARI_SPACE: Dict[str, tuple] = {
     "ent_coef": ("float", 1e-4, 3e-2, True),
     "vtrace_lambda": ("float", 0.9, 1.0, False),
 }
+# --objective to-score: the recipe's ingredients and the flags that set the gradient steps per env step
+PPO_TO_SCORE_SPACE: Dict[str, tuple] = {
+    # the KL-adaptive rate's target; None: --learning-rate annealed over --total-timesteps (trial_flags)
+    "kl_adaptive_lr": ("categorical", [None, 0.005, 0.008, 0.01, 0.016, 0.02]),
+    "norm_value": ("categorical", [False, True]),
+    "learning_rate": ("float", 1e-4, 3e-3, True),  # with the KL rule: its starting value
+    "num_steps": ("categorical", [16, 32, 64, 128]),
+    "minibatch_size": ("categorical", [1024, 2048, 4096, 8192]),
+    "update_epochs": ("int", 2, 8, False),
+    "gamma": ("categorical", [0.98, 0.99, 0.995, 0.999]),
+    "ent_coef": ("float", 1e-4, 3e-2, True),
+    "agent": ("categorical", ["nature_cnn", "impala_resnet"]),
+    "cnn_activation": ("categorical", ["relu", "elu"]),
+}
 SPACES = {"ppo": PPO_ATARI_SPACE, "impala": IMPALA_ATARI_SPACE}
 PRESETS = {"ppo": "configs/atari.yaml", "impala": "configs/impala_atari.yaml"}
+TO_SCORE_PRESET = "configs/atari_fast.yaml"
+# the default --targets per --measure: the reference is what configs/atari.yaml's recorded runs needed
+# (docs/results/time_to_score.json, preset-eager: Pong-v5 20 after 5.96M steps and 260 s, seed 3;
+# Breakout-v5 300 after 6.49M steps and 323 s), the budget 1.25 times it
+DEFAULT_TARGETS = {
+    "steps": ("Pong-v5:20:6e6:7.5e6", "Breakout-v5:300:6.5e6:8.125e6"),
+    "seconds": ("Pong-v5:20:260:325", "Breakout-v5:300:323:404"),
+}
 # --quick: PPO's kinds of flags, sized for CartPole on a CPU
 QUICK_SPACE: Dict[str, tuple] = {
     "learning_rate": ("float", 1e-3, 5e-3, True),
@@ -138,6 +183,19 @@ class Args:
     """a new study's first trial trains the preset's own values (where they lie in the space)"""
     quick: bool = False
     """a CPU check of the whole loop: 3 tiny CartPole trials of 4 s each"""
+    objective: Literal["return", "to-score"] = "return"
+    """return: the average return at --budget-s on --env-id, maximised; to-score: the --measure to reach
+    each of --targets' scores with the same values on every game, each over its reference, summed,
+    minimised (PPO; module docstring)"""
+    targets: Tuple[str, ...] = ()
+    """to-score: ENV_ID:SCORE:REFERENCE:BUDGET per game, the last two in --measure's units (empty: Pong-v5
+    20 and Breakout-v5 300 with the steps and seconds configs/atari.yaml needed as references)"""
+    measure: Literal["steps", "seconds"] = "steps"
+    """to-score: env steps (global_step) or training seconds (charts/wall_s, one host's speed) to a score"""
+    penalty: float = 2.0
+    """to-score: a game not reached within its budget costs budget x penalty / reference (>= 1)"""
+    report_points: int = 16
+    """to-score: points per game at which a trial reports a lower bound of its objective for pruning"""
 
 
 def quick_args(args: Args) -> Args:
@@ -177,11 +235,15 @@ def preset_values(trainer, args: Args, config: str, space: Dict[str, tuple]) -> 
 
 
 def trial_flags(args: Args, values: Dict[str, Any], config: Optional[str] = None) -> List[str]:
-    """The trainer flags of one trial (the preset, ``config`` if given, then the trial's values)."""
+    """The trainer flags of one trial (the preset, ``config`` if given, then the trial's values).  A
+    ``kl_adaptive_lr`` value also sets the schedule it excludes: ``--no-anneal-lr`` with a target,
+    ``--anneal-lr`` without one (None)."""
     flags = ["--config", config or args.config or PRESETS[args.trainer], "--env-id", args.env_id, "--num-envs", str(args.num_envs),
              "--seed", str(args.train_seed)]
     if "minibatch_size" in values:
         flags += ["--num-minibatches", "0"]  # derived from --minibatch-size
+    if "kl_adaptive_lr" in values:
+        flags += ["--anneal-lr" if values["kl_adaptive_lr"] is None else "--no-anneal-lr"]
     for name, value in values.items():
         flag = "--" + name.replace("_", "-")
         flags += [flag if value else "--no-" + name.replace("_", "-")] if isinstance(value, bool) else [flag, str(value)]
@@ -210,18 +272,27 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def trainer_command(args: Args, flags: List[str], trial_dir: Path, exp_name: str) -> List[str]:
+    """The command line of one training run of a trial, its run folder under ``trial_dir/runs``."""
+    return [sys.executable, str(ROOT / "scripts" / f"{args.trainer}.py"), *flags, "--runs-dir", str(trial_dir / "runs"),
+            "--exp-name", exp_name, "--no-progress"]
+
+
+def _launch(args: Args, flags: List[str], trial_dir: Path, exp_name: str) -> subprocess.Popen:
+    """Start :func:`trainer_command` with its output in ``trial_dir/log.txt``."""
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    with open(trial_dir / "log.txt", "w") as log:
+        return subprocess.Popen(trainer_command(args, flags, trial_dir, exp_name), cwd=ROOT, stdout=log,
+                                stderr=subprocess.STDOUT,
+                                preexec_fn=os.setsid)  # its own process group: stopped with its threads
+
+
 def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     """Run the trainer until ``budget_s`` training seconds; report returns; the return at the budget."""
     import optuna
 
-    trial_dir.mkdir(parents=True, exist_ok=True)
-    script = f"scripts/{args.trainer}.py"
-    cmd = [sys.executable, str(ROOT / script), *flags, "--runs-dir", str(trial_dir / "runs"),
-           "--exp-name", f"trial{trial.number}", "--no-progress"]
-    trial.set_user_attr("command", " ".join([f"python {script}", *flags]))
-    with open(trial_dir / "log.txt", "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=os.setsid)  # its own process group: stopped with its threads
+    trial.set_user_attr("command", " ".join([f"python scripts/{args.trainer}.py", *flags]))
+    proc = _launch(args, flags, trial_dir, f"trial{trial.number}")
     offset, value, at_s, steps, next_report = 0, None, 0.0, 0, args.report_every_s
     metrics: Optional[Path] = None
     try:
@@ -263,7 +334,82 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     return value
 
 
-def make_study(args: Args, study_name: str):
+def run_to_score(trial, args: Args, target: ScoreTarget, flags: List[str], trial_dir: Path,
+                 progress) -> GameWatch:
+    """Run the trainer on ``target``'s game until its score or budget (:class:`GameWatch`); after each
+    row short of both, ``progress(at)`` (which may prune the trial)."""
+    watch = GameWatch(target, args.measure)
+    proc = _launch(args, flags, trial_dir, f"trial{trial.number}")
+    offset, metrics = 0, None
+    try:
+        while not watch.done:
+            ended = proc.poll() is not None
+            if metrics is None:
+                found = list((trial_dir / "runs").glob("*/metrics.jsonl"))
+                metrics = found[0] if found else None
+            rows, offset = _read_rows(metrics, offset) if metrics else ([], offset)
+            for row in rows:
+                if watch.feed(row):
+                    break
+                progress(watch.at)
+            if ended or watch.done:
+                break
+            time.sleep(0.5)
+    finally:
+        _stop(proc)
+        if metrics is not None:
+            trial.set_user_attr("machine", saved_machine(metrics.parent))
+    if proc.returncode not in (0, -signal.SIGTERM) and watch.reached_at is None:
+        tail = (trial_dir / "log.txt").read_text()[-1500:]
+        raise RuntimeError(f"trial {trial.number} failed on {target.env_id} (exit {proc.returncode}):\n{tail}")
+    return watch
+
+
+def score_trial(trial, args: Args, objective: ScoreObjective, values: Dict[str, Any], trial_dir: Path) -> float:
+    """Train each game of ``objective`` in turn with the trial's ``values`` (only ``--env-id`` differs);
+    report the lower bound at the grid points; the objective (:mod:`rltrain.score_objective`)."""
+    import optuna
+
+    def report(value: float, step: int) -> None:
+        trial.report(value, step)
+        if trial.should_prune():
+            raise optuna.TrialPruned(f"objective >= {value:.3f} at report point {step}: above the median")
+
+    reporter, done = BoundReporter(objective, report), 0.0
+    for game, target in enumerate(objective.targets):
+        flags = trial_flags(dataclasses.replace(args, env_id=target.env_id), values)
+        watch = run_to_score(trial, args, target, flags, trial_dir / target.env_id,
+                             partial(reporter.progress, game, done))
+        cost = objective.cost(game, watch.reached_at)
+        trial.set_user_attr(target.env_id, {
+            "reached": watch.reached_at is not None, "cost": cost, "steps": watch.steps, "wall_s": watch.wall_s,
+            "steps_per_s": round(watch.steps / watch.wall_s, 1) if watch.wall_s > 0 else None,
+            "command": " ".join([f"python scripts/{args.trainer}.py", *flags])})
+        done += cost
+        reporter.finish(game, done)
+    return done
+
+
+def median_bound_pruner(n_startup_trials: int):
+    """An Optuna pruner that stops a trial where its latest value, a lower bound of its minimised
+    objective, is above the median of the complete trials' objectives
+    (:func:`rltrain.score_objective.above_median`), once ``n_startup_trials`` trials are complete."""
+    import optuna
+
+    class MedianBoundPruner(optuna.pruners.BasePruner):
+        def prune(self, study, trial) -> bool:
+            step = trial.last_step
+            complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+            if step is None or len(complete) < n_startup_trials:
+                return False
+            return above_median(trial.intermediate_values[step], [t.value for t in complete])
+
+    return MedianBoundPruner()
+
+
+def make_study(args: Args, study_name: str, direction: str = "maximize", pruner=None):
+    """The study in its journal; ``pruner`` (default: the median pruner of the return objective, after
+    the first quarter of ``--budget-s``)."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -271,9 +417,9 @@ def make_study(args: Args, study_name: str):
     Path(args.study_dir).mkdir(parents=True, exist_ok=True)
     storage = JournalStorage(JournalFileBackend(str(Path(args.study_dir) / f"{study_name}.journal")))
     study = optuna.create_study(
-        study_name=study_name, storage=storage, direction="maximize", load_if_exists=True,
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=args.startup_trials,
-                                           n_warmup_steps=int(args.budget_s / 4)))
+        study_name=study_name, storage=storage, direction=direction, load_if_exists=True,
+        pruner=pruner or optuna.pruners.MedianPruner(n_startup_trials=args.startup_trials,
+                                                     n_warmup_steps=int(args.budget_s / 4)))
     # a resumed search draws new values: the sampler's seed moves on with the trials already stored.
     # Tens of trials: TPE models the space after a few random ones (Optuna's default waits for 10), and
     # models the flags jointly, as the learning rate, minibatch size and epochs act together.
@@ -306,9 +452,41 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
     }
 
 
+def score_document(study, args: Args, space: Dict[str, tuple], objective: ScoreObjective) -> Dict[str, Any]:
+    """``--objective to-score``'s :func:`best_document`: the lowest objectives first, each game's figures."""
+    import optuna
+
+    complete = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE), key=lambda t: t.value)
+    counts = {s.name.lower(): sum(t.state == s for t in study.trials) for s in optuna.trial.TrialState}
+    return {
+        "study": study.study_name, "trainer": args.trainer, "num_envs": args.num_envs, "config": args.config,
+        "objective": objective.describe(args.measure), "measure": args.measure,
+        "targets": [dataclasses.asdict(t) for t in objective.targets], "penalty": objective.penalty,
+        "train_seed": args.train_seed, "sampler": f"TPE (multivariate, {args.startup_trials} random trials first)",
+        "sampler_seed": args.seed,
+        "pruner": f"a lower bound of the objective, reported at {objective.points} points per game, above the "
+                  f"median objective of the complete trials (after {args.startup_trials} trials)",
+        "space": {k: list(v) for k, v in space.items()}, "trials": counts,
+        "meta": common_machine([t.user_attrs.get("machine") for t in study.trials]),
+        "best": [{"number": t.number, "value": t.value, "params": t.params,
+                  "games": {g.env_id: t.user_attrs.get(g.env_id) for g in objective.targets},
+                  **{k: (t.user_attrs.get("machine") or {}).get(k) for k in ("device_name", "cpu_model")}}
+                 for t in complete[:args.top]],
+    }
+
+
+def to_score_objective(args: Args) -> ScoreObjective:
+    """The :class:`ScoreObjective` of ``--targets`` (or the defaults of ``--measure``), ``--penalty``,
+    ``--report-points``."""
+    specs = args.targets or DEFAULT_TARGETS[args.measure]
+    return ScoreObjective(tuple(ScoreTarget.parse(s) for s in specs), args.penalty, args.report_points)
+
+
 def main(args: Args) -> Dict[str, Any]:
     if args.quick:
         args = quick_args(args)
+    if args.objective == "to-score":
+        return main_to_score(args)
     space = QUICK_SPACE if args.quick else SPACES[args.trainer]
     if args.trials is None:
         args = dataclasses.replace(args, trials=40)
@@ -354,6 +532,63 @@ def main(args: Args) -> Dict[str, Any]:
         print(f"best: trial {b['number']}, return {b['value']:.2f} at {args.budget_s:g} s\n  {b['command']}")
     if args.write_best:
         out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_{args.env_id}.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {out}")
+    return doc
+
+
+def main_to_score(args: Args) -> Dict[str, Any]:
+    """``--objective to-score``: the search of the module docstring's second part."""
+    if args.trainer != "ppo":
+        raise ConfigError("--objective to-score searches PPO's recipe (PPO_TO_SCORE_SPACE); use --trainer ppo")
+    objective = to_score_objective(args)
+    space = PPO_TO_SCORE_SPACE
+    args = dataclasses.replace(args, trials=40 if args.trials is None else args.trials,
+                               config=args.config or TO_SCORE_PRESET)
+    if args.trials < 0 or args.num_envs < 1:
+        raise ConfigError("--trials must be >= 0, --num-envs >= 1")
+    try:
+        import optuna
+    except ImportError:
+        raise ConfigError("the search needs the package optuna (pip install optuna)") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    games = "+".join(t.env_id for t in objective.targets)
+    study_name = args.study_name or f"{args.trainer}_to_score_{games}_{args.num_envs}envs_{args.measure}"
+    study = make_study(args, study_name, direction="minimize",
+                       pruner=median_bound_pruner(args.startup_trials))
+    trainer = _load_trainer(args.trainer)
+    config = Path(args.config) if Path(args.config).is_absolute() else ROOT / args.config
+
+    def run(trial) -> float:
+        values = suggest(trial, space)
+        try:
+            for target in objective.targets:
+                validate(trainer.cli(trial_flags(dataclasses.replace(args, env_id=target.env_id), values,
+                                                 config=str(config))))
+        except ConfigError as e:
+            raise optuna.TrialPruned(f"rejected by the trainer: {e}") from None
+        trial_dir = Path(args.study_dir).resolve() / study_name / f"trial_{trial.number:04d}"
+        return score_trial(trial, args, objective, values, trial_dir)
+
+    def progress(study, trial) -> None:
+        value = "" if trial.value is None else f" objective {trial.value:.3f}"
+        print(f"trial {trial.number}: {trial.state.name.lower()}{value} {trial.params}", flush=True)
+
+    if args.start_from_preset and not study.trials:
+        start = preset_values(trainer, args, str(config), space)
+        if start is None:
+            print(f"the preset {args.config} lies outside the space: the search starts from sampled values")
+        else:
+            study.enqueue_trial(start)
+    if args.trials:
+        study.optimize(run, n_trials=args.trials, catch=(RuntimeError,), callbacks=[progress])
+    doc = score_document(study, args, space, objective)
+    if doc["best"]:
+        b = doc["best"][0]
+        print(f"best: trial {b['number']}, objective {b['value']:.3f} ({objective.describe(args.measure)})")
+    if args.write_best:
+        out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_to_score.json")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {out}")

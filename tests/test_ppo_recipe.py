@@ -91,8 +91,8 @@ def test_the_recorded_minibatch_step_adapts_the_rate_from_each_minibatch_kl():
 
 
 def _recipe_run(tmp_path, name, *flags):
-    common = ["--runs-dir", str(tmp_path / name), "--num-envs", "4", "--num-steps", "16", "--no-progress", "--seed", "5",
-              "--num-minibatches", "1", "--update-epochs", "2", "--kl-adaptive-lr", "0.001", "--no-anneal-lr",
+    common = ["--runs-dir", str(tmp_path / name), "--num-envs", "4", "--num-steps", "16", "--no-progress",
+              "--seed", "5", "--num-minibatches", "1", "--update-epochs", "2", "--kl-adaptive-lr", "0.001", "--no-anneal-lr",
               "--learning-rate", "0.002", "--checkpoint-every", "2", "--ca-backend", "loop"]
     out = ppo.main(ppo.cli([*common, *flags, "--total-timesteps", str(4 * 16 * 2)]))
     latest = Path(out["run_dir"]) / "checkpoints" / "latest.pt"

@@ -111,3 +111,140 @@ def test_sigterm_stops_the_trial_and_stores_it_as_failed(tmp_path):
     storage = JournalStorage(JournalFileBackend(str(study_dir / "quick.journal")))
     (trial,) = optuna.load_study(study_name="quick", storage=storage).trials
     assert trial.state == optuna.trial.TrialState.FAIL
+
+
+# ------------------------------------------------------------------ --objective to-score
+from rltrain.config import ConfigError  # noqa: E402
+from rltrain.score_objective import BoundReporter, GameWatch, ScoreObjective, ScoreTarget, above_median  # noqa: E402
+from rltrain.validation import validate  # noqa: E402
+
+TARGETS = ("Pong-v5:20:2e6:5e6", "Breakout-v5:300:4e6:6e6")
+
+
+def test_a_game_costs_its_steps_over_its_reference_or_its_budget_times_the_penalty():
+    objective = ScoreObjective(tuple(ScoreTarget.parse(s) for s in TARGETS), penalty=2.0, points=10)
+    assert objective.cost(0, 1.5e6) == pytest.approx(0.75)  # 1.5M / 2M
+    assert objective.cost(1, None) == pytest.approx(3.0)  # never: 6M x 2 / 4M
+    assert objective.total([1.5e6, 2e6]) == pytest.approx(1.25)
+    assert objective.grid(1)[:2] == [(10, 0.6e6), (11, 1.2e6)] and objective.grid(1)[-1] == (19, 6e6)
+    assert ScoreTarget.parse("Pong-v5:20:6.2e6:7.75e6") == ScoreTarget("Pong-v5", 20.0, 6.2e6, 7.75e6)
+    for bad in ("Pong-v5:20:6e6", "Pong-v5:x:1:2", "Pong-v5:20:0:1e6"):
+        with pytest.raises(ConfigError, match="--targets"):
+            ScoreTarget.parse(bad)
+    with pytest.raises(ConfigError, match="--penalty must be >= 1"):
+        ScoreObjective(objective.targets, penalty=0.5)
+
+
+def test_a_game_watch_stops_at_the_score_or_past_the_budget():
+    pong = ScoreTarget.parse(TARGETS[0])
+    watch = GameWatch(pong, "steps")
+    rows = [{"global_step": s, "charts/wall_s": s / 1e5, "charts/avg_episodic_return": r}
+            for s, r in ((1e6, 5.0), (2e6, 19.9), (3e6, 20.0), (4e6, 21.0))]
+    assert [watch.feed(r) for r in rows[:3]] == [False, False, True]
+    assert watch.reached_at == 3e6 and watch.steps == 3_000_000 and watch.wall_s == 30.0
+    seconds = GameWatch(ScoreTarget("Pong-v5", 20.0, 10.0, 25.0), "seconds")
+    assert [seconds.feed(r) for r in rows[:2]] == [False, False] and seconds.feed(rows[2])  # 30 s > 25 s budget
+    assert seconds.reached_at is None and seconds.over_budget and seconds.at == 20.0
+
+
+def test_the_reported_bounds_and_the_pruning_rule():
+    """Pong reached at 1.5M steps (reference 2M), then Breakout short of its score at 1.2M (reference 4M):
+    grid points 0.5M, 1M report 0.25, 0.5; Pong's other points its cost 0.75; Breakout's first two
+    points 0.75 + 0.6/4 and 0.75 + 1.2/4."""
+    objective = ScoreObjective(tuple(ScoreTarget.parse(s) for s in TARGETS), penalty=2.0, points=10)
+    reports = []
+    reporter = BoundReporter(objective, lambda value, step: reports.append((step, value)))
+    reporter.progress(0, 0.0, 1.25e6)
+    reporter.finish(0, 0.75)
+    reporter.progress(1, 0.75, 1.2e6)
+    reporter.progress(1, 0.75, 1.2e6)  # each point once
+    assert [s for s, _ in reports] == list(range(12))
+    assert [v for _, v in reports] == pytest.approx([0.25, 0.5] + [0.75] * 8 + [0.9, 1.05])
+    assert above_median(2.5, [3.5, 1.25]) and not above_median(2.375, [3.5, 1.25]) and not above_median(9.0, [])
+
+
+STUB_TRAINER = '''
+import json, sys, time
+from pathlib import Path
+argv = sys.argv[1:]
+flag = lambda name: argv[argv.index(name) + 1]
+runs, env, lr = Path(flag("--runs-dir")), flag("--env-id"), flag("--learning-rate")
+cross = json.loads(Path(sys.argv[0]).with_name("curves.json").read_text())[env][lr]
+score = {"Pong-v5": 20.0, "Breakout-v5": 300.0}[env]
+(runs.parent / "argv.json").write_text(json.dumps(argv))
+(runs / "run").mkdir(parents=True)
+with open(runs / "run" / "metrics.jsonl", "w") as f:
+    for i in range(1, 41):  # 250k steps and one training second an iteration
+        ret = score + 1 if cross is not None and 250_000 * i >= cross else score - 10
+        f.write(json.dumps({"charts/iteration": i, "global_step": 250_000 * i, "charts/wall_s": float(i),
+                            "charts/avg_episodic_return": ret}) + "\\n")
+time.sleep(120)  # a trainer keeps training until the search stops it
+'''
+
+
+def test_to_score_runs_both_games_with_one_trials_values_and_prunes_the_slow(tmp_path, monkeypatch):
+    """A stub trainer reaches each game's score at the steps ``curves`` gives for the trial's learning rate.
+    Trial 0 reaches Pong 20 at 1M steps (0.5) and never Breakout 300 (6M x 2 / 4M = 3); trial 1 at 1.5M
+    and 2M (0.75 + 0.5 = 1.25): its bounds stay below trial 0's 3.5, so it completes although it is
+    slower on Pong.  Trial 2 never reaches Pong: at 5M steps (report point 9) its bound 5 / 2 = 2.5 is
+    above the median objective of the complete trials, (3.5 + 1.25) / 2, and it stops before Breakout."""
+    optuna = pytest.importorskip("optuna")
+    stub = tmp_path / "stub.py"
+    stub.write_text(STUB_TRAINER)
+    curves = {"Pong-v5": {"0.003": 1e6, "0.001": 1.5e6, "0.002": None},
+              "Breakout-v5": {"0.003": None, "0.001": 2e6, "0.002": 1e6}}
+    (tmp_path / "curves.json").write_text(json.dumps(curves))
+    monkeypatch.setattr(search, "trainer_command", lambda args, flags, trial_dir, exp_name:
+                        [sys.executable, str(stub), *flags, "--runs-dir", str(trial_dir / "runs")])
+    args = search.Args(objective="to-score", targets=TARGETS, num_envs=1024, penalty=2.0, report_points=10, trials=3,
+                       startup_trials=1, study_name="s", study_dir=str(tmp_path / "search"), write_best=True,
+                       best_out=str(tmp_path / "best.json"))
+    preset = search.preset_values(load_script("ppo"), args, str(ROOT / search.TO_SCORE_PRESET),
+                                  search.PPO_TO_SCORE_SPACE)
+    study = search.make_study(args, "s", direction="minimize")
+    for lr in (0.003, 0.001, 0.002):
+        study.enqueue_trial({**preset, "learning_rate": lr})
+    doc = search.main(args)
+    trials = optuna.load_study(study_name="s", storage=study._storage).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "PRUNED"]
+    assert trials[0].value == pytest.approx(0.5 + 3.0) and trials[1].value == pytest.approx(0.75 + 0.5)
+    pong = trials[1].user_attrs["Pong-v5"]
+    assert pong["reached"] and pong["cost"] == pytest.approx(0.75) and pong["steps"] == 1_500_000
+    assert pong["wall_s"] == 6.0 and pong["steps_per_s"] == 250_000.0
+    breakout = trials[0].user_attrs["Breakout-v5"]
+    assert not breakout["reached"] and breakout["steps"] == 6_000_000  # stopped at its budget
+    assert max(trials[2].intermediate_values) == 9 and trials[2].intermediate_values[9] == pytest.approx(2.5)
+    assert trials[2].intermediate_values[8] == pytest.approx(2.25)  # below 2.375: it went on
+    trial_dirs = sorted((tmp_path / "search" / "s").glob("trial_*"))
+    assert not (trial_dirs[2] / "Breakout-v5").exists()
+    # both games trained with the same flags: only the game and the run folder differ
+    for trial_dir in trial_dirs[:2]:
+        pong_argv, breakout_argv = (json.loads((trial_dir / game / "argv.json").read_text())
+                                    for game in ("Pong-v5", "Breakout-v5"))
+
+        def same(argv):
+            return [a for i, a in enumerate(argv) if i == 0 or argv[i - 1] not in ("--env-id", "--runs-dir")]
+        assert same(pong_argv) == same(breakout_argv) and "--no-anneal-lr" in pong_argv
+        assert pong_argv[pong_argv.index("--env-id") + 1] == "Pong-v5"
+    assert [b["number"] for b in doc["best"]] == [1, 0] and doc["best"][0]["value"] == pytest.approx(1.25)
+    written = json.loads((tmp_path / "best.json").read_text())
+    assert written["best"][0]["games"]["Breakout-v5"]["command"].startswith(
+        "python scripts/ppo.py --config configs/atari_fast.yaml --env-id Breakout-v5")
+    assert set(written["space"]) == set(search.PPO_TO_SCORE_SPACE) and written["penalty"] == 2.0
+    assert [t["env_id"] for t in written["targets"]] == ["Pong-v5", "Breakout-v5"]
+
+
+def test_the_to_score_space_parses_and_validates_at_its_ends():
+    """Each end of the to-score space is a valid trainer command (a KL target turns the annealing off,
+    none turns it on), and the candidate preset's values lie in the space (the first trial trains them)."""
+    args = search.Args(objective="to-score", num_envs=1024)
+    config = str(ROOT / search.TO_SCORE_PRESET)
+    space = search.PPO_TO_SCORE_SPACE
+    for pick in (0, -1):
+        values = {k: (v[1][pick] if v[0] == "categorical" else v[1 if pick == 0 else 2]) for k, v in space.items()}
+        parsed = load_script("ppo").cli(search.trial_flags(args, values, config=config))
+        validate(parsed)
+        assert {k: getattr(parsed, k) for k in values} == values
+        assert parsed.anneal_lr == (values["kl_adaptive_lr"] is None)
+    start = search.preset_values(load_script("ppo"), args, config, space)
+    assert start is not None and start["kl_adaptive_lr"] == 0.01 and start["norm_value"] is True
