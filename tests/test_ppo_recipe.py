@@ -210,6 +210,27 @@ def test_norm_value_statistics_are_saved_and_resumed(tmp_path):
     assert 0 < final["value_norm.count"].item() - saved["value_norm.count"].item() <= 64
 
 
+@pytest.mark.slow  # two torchrun ranks: about 30 s on a 2-core CPU
+def test_two_ranks_adapt_one_rate_and_keep_one_set_of_statistics(tmp_path):
+    """Under torchrun (2 CPU ranks, 2 envs each): the rate follows every rank's KL and the value
+    statistics take every rank's returns, so parameters and buffers stay identical on both ranks (the
+    trainer checks them at every checkpoint and at the end) and the statistics count the rows of both
+    ranks: more than one rank's 3 x 32 steps."""
+    from conftest import torchrun
+
+    done, _ = torchrun(str(ROOT / "scripts" / "ppo.py"), "--no-cuda", "--num-envs", "4", "--num-steps", "16",
+                       "--num-minibatches", "2", "--update-epochs", "2", "--num-threads", "1", "--no-progress",
+                       "--kl-adaptive-lr", "0.002", "--no-anneal-lr", "--norm-value", "--checkpoint-every", "1",
+                       "--save-model", "--dist-timeout-s", "60", "--runs-dir", str(tmp_path), "--total-timesteps",
+                       str(3 * 64), "--ca-backend", "loop")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "parameters identical on all 2 ranks" in done.stdout
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    final = torch.load(run / "checkpoints" / "final.pt", weights_only=False)
+    assert 3 * 32 < final["model"]["value_norm.count"].item() <= 3 * 64 + 1e-4
+    assert len({r["charts/learning_rate"] for r in metrics(run)}) > 1
+
+
 # ------------------------------------------------------------------ IMPALA ResNet encoder
 def test_ppo_trains_the_impala_resnet_with_the_recipe_and_resumes(tmp_path):
     """--agent impala_resnet on Atari frames, with ELU, --norm-value, the KL-adaptive rate and
