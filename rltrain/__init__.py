@@ -13,6 +13,8 @@ One job per module:
 * :mod:`rltrain.cuda_graph` -- a function of fixed tensors recorded once as a CUDA graph, replayed.
 * :mod:`rltrain.policy_step` -- the rollout's batched policy step on static buffers (graph-replayed).
 * :mod:`rltrain.collector`  -- PPO's on-policy rollouts: env groups in turn, captured inference.
+* :mod:`rltrain.overlap`    -- PPO's rollouts between updates, or in a thread beside the update
+  (``--overlap-rollout``: the behaviour policy one update stale).
 * :mod:`rltrain.losses`     -- masked mean over valid rows, the non-finite-loss stop.
 * :mod:`rltrain.trainer`    -- flags with ``--resume`` defaults, run folder + logger + resume, exit codes.
 * :mod:`rltrain.validation` -- every trainer flag's rule, declared once; ``validate(args)``.

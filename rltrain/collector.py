@@ -33,7 +33,6 @@ device).
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -52,11 +51,12 @@ __all__ = ["RolloutCollector"]
 
 
 class RolloutCollector:
-    """See the module docstring.  ``capture=False`` runs the policy step eagerly on CUDA too."""
+    """See the module docstring.  ``capture=False`` runs the policy step eagerly on CUDA too; ``generator``
+    draws the actions' noise (default: the device's default generator)."""
 
     def __init__(self, envs: EnvGroups, agent: nn.Module, num_steps: int, device: torch.device, *,
                  obs_norm: Optional[ObsNormalizer] = None, rew_norm: Optional[RewardNormalizer] = None,
-                 capture: bool = True):
+                 capture: bool = True, generator: Optional[torch.Generator] = None):
         info = envs.info
         self.envs, self.device, self.obs_norm, self.rew_norm = envs, torch.device(device), obs_norm, rew_norm
         T, N, K, M = num_steps, envs.num_envs, envs.num_groups, envs.group_size
@@ -65,14 +65,14 @@ class RolloutCollector:
         obs_dtype = torch.float32 if obs_norm is not None else env_obs_dtype
         self.storage = RolloutBuffer.allocate(T + 1, N, info.obs_shape, obs_dtype, info.action_shape,
                                               torch.long if info.discrete else torch.float32, self.device)
-        self.buf = RolloutBuffer(**{f.name: getattr(self.storage, f.name)[:T] for f in fields(RolloutBuffer)})
+        self.buf = self.storage.map(lambda x: x[:T])
         self.outcome = torch.zeros((T, K, 3, M), dtype=torch.float32, device=self.device)
         self.prev_done = torch.zeros(N, dtype=torch.bool, device=self.device)
         self.step_index = [torch.zeros(1, dtype=torch.long, device=self.device) for _ in range(K)]
         self.policy = [
             PolicyStep(agent, M, info.obs_shape, obs_dtype, self.device, discrete=info.discrete,
                        num_actions=info.num_actions, action_low=info.action_low, action_high=info.action_high,
-                       record=self._recorder(g), capture=capture)
+                       record=self._recorder(g), capture=capture, generator=generator)
             for g in range(K)]
         self.raw_obs = ([torch.zeros((M, *info.obs_shape), dtype=env_obs_dtype, device=self.device) for _ in range(K)]
                         if obs_norm is not None else None)

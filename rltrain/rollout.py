@@ -15,7 +15,7 @@ copies into a preallocated device tensor instead of a new one.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Dict, Sequence, Tuple
+from typing import Callable, Dict, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -100,6 +100,17 @@ class RolloutBuffer:
     @property
     def num_envs(self) -> int:
         return self.obs.shape[1]
+
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "RolloutBuffer":
+        """A buffer of ``fn(field)`` for every field: ``buf.map(torch.zeros_like)`` (another storage of the
+        same layout), ``buf.map(lambda x: x[:T])`` (views of the first ``T`` rows)."""
+        return RolloutBuffer(**{f.name: fn(getattr(self, f.name)) for f in fields(self)})
+
+    def copy_(self, src: "RolloutBuffer") -> "RolloutBuffer":
+        """Every field of ``src`` (same shapes) into this buffer's tensors, in place; returns this buffer."""
+        for f in fields(self):
+            getattr(self, f.name).copy_(getattr(src, f.name))
+        return self
 
     def flat(self, **extra: torch.Tensor) -> Dict[str, torch.Tensor]:
         """All fields (plus ``extra`` ``[T, N, ...]`` tensors such as advantages

@@ -15,6 +15,12 @@ env, copies, inference, env, ...) times them as laps: :meth:`PhaseTimer.mark`
 once, then :meth:`PhaseTimer.lap` at the end of each phase -- one CUDA event
 (or clock read) per phase boundary instead of two per phase.  :class:`PhaseTable` accumulates the
 per-iteration readings and formats the end-of-run table.
+
+Work that runs in another thread beside the iteration (PPO's ``--overlap-rollout`` collects the next
+rollout while the update runs, :mod:`rltrain.overlap`) is timed by a timer of its own and kept apart:
+its phases are *overlapped*, shown in a block of their own after the table's total and logged as
+``perf/overlapped/<phase>_s`` (:func:`overlapped_phases`), so that the phases counted in the total
+still add up to the iteration's wall clock.
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import torch
 
-__all__ = ["PhaseTimer", "PhaseTable", "amdahl_speedup"]
+__all__ = ["PhaseTimer", "PhaseTable", "amdahl_speedup", "group_totals", "overlapped_phases", "OVERLAPPED"]
+
+OVERLAPPED = "overlapped/"
+"""The name prefix of the phases of work that ran beside the iteration's own (not in its total)."""
 
 
 def amdahl_speedup(share: float, k: float) -> float:
@@ -139,29 +148,52 @@ def group_totals(secs: Dict[str, float]) -> Dict[str, float]:
     return dict(out)
 
 
+def overlapped_phases(secs: Dict[str, float]) -> Dict[str, float]:
+    """The phases (and their group totals) of work beside the iteration, named with the :data:`OVERLAPPED`
+    prefix: ``{"rollout/env": 1.2}`` -> ``{"overlapped/rollout": 1.2, "overlapped/rollout/env": 1.2}``."""
+    return {OVERLAPPED + k: s for k, s in {**group_totals(secs), **secs}.items()}
+
+
 class PhaseTable:
     """Accumulates per-iteration phase seconds and prints a summary table.
 
     The first ``warmup`` iterations are left out of the table: they carry one-off costs (kernel
     compilation, allocator growth, cuDNN autotuning) that a steady-state phase share must not show.
+    ``overlapped`` phases (another thread's, beside the iteration) go to :attr:`overlapped`, a block of
+    their own after the total, with their share of the same timed total.
     """
 
     def __init__(self, warmup: int = 1) -> None:
         self.totals: Dict[str, float] = defaultdict(float)
+        self.overlapped: Dict[str, float] = defaultdict(float)
         self.iterations = 0
         self.wall = 0.0
         self.warmup = warmup
         self.skipped = 0
 
-    def add(self, secs: Dict[str, float], wall: Optional[float] = None) -> None:
+    def add(self, secs: Dict[str, float], wall: Optional[float] = None,
+            overlapped: Optional[Dict[str, float]] = None) -> None:
         if self.skipped < self.warmup:
             self.skipped += 1
             return
         for k, v in secs.items():
             self.totals[k] += v
+        for k, v in (overlapped or {}).items():
+            self.overlapped[k] += v
         self.iterations += 1
         if wall is not None:
             self.wall += wall
+
+    def _rows(self, totals: Dict[str, float], total: float, n: int) -> List[str]:
+        lines = []
+        groups = group_totals(totals)
+        for g in sorted(groups, key=lambda g: -groups[g]):
+            lines.append(f"{g:<22}{groups[g]:>10.3f}{1e3 * groups[g] / n:>10.2f}{100 * groups[g] / total:>8.2f}%")
+            subs = sorted((k for k in totals if k.startswith(g + "/")), key=lambda k: -totals[k])
+            for k in subs:
+                v = totals[k]
+                lines.append(f"  {k:<20}{v:>10.3f}{1e3 * v / n:>10.2f}{100 * v / total:>8.2f}%")
+        return lines
 
     def format(self) -> str:
         """A fixed-width table: phase, total s, ms/iteration, share of timed total."""
@@ -172,15 +204,12 @@ class PhaseTable:
             f"{'phase':<22}{'total s':>10}{'ms/iter':>10}{'share':>9}",
             "-" * 51,
         ]
-        groups = group_totals(self.totals)
-        for g in sorted(groups, key=lambda g: -groups[g]):
-            lines.append(f"{g:<22}{groups[g]:>10.3f}{1e3 * groups[g] / n:>10.2f}{100 * groups[g] / total:>8.2f}%")
-            subs = sorted((k for k in self.totals if k.startswith(g + "/")), key=lambda k: -self.totals[k])
-            for k in subs:
-                v = self.totals[k]
-                lines.append(f"  {k:<20}{v:>10.3f}{1e3 * v / n:>10.2f}{100 * v / total:>8.2f}%")
+        lines += self._rows(self.totals, total, n)
         lines.append("-" * 51)
         lines.append(f"{'timed total':<22}{total:>10.3f}{1e3 * total / n:>10.2f}{100.0:>8.2f}%")
         if self.wall:
             lines.append(f"{'iteration wall':<22}{self.wall:>10.3f}{1e3 * self.wall / n:>10.2f}")
+        if self.overlapped:
+            lines.append("overlapped: another thread, beside the phases above (not in the total; share of it)")
+            lines += self._rows(self.overlapped, total, n)
         return "\n".join(lines)

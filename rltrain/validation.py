@@ -191,6 +191,13 @@ def _one_learning_rate_schedule(args) -> Optional[str]:
     return None
 
 
+@relation("overlap_rollout", "synthetic")
+def _overlap_needs_envs(args) -> Optional[str]:
+    if args.overlap_rollout and args.synthetic:
+        return "--overlap-rollout steps the envs during the update; --synthetic has no envs (choose one)"
+    return None
+
+
 @relation("num_envs", "num_actors")
 def _envs_split_over_actors(args) -> Optional[str]:
     if args.num_envs % args.num_actors:

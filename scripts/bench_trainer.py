@@ -44,6 +44,10 @@ and after always run; no other run starts past the budget (its entry says it was
 Cases: ``ppo-cartpole`` (CartPole-v1, 4096 x 128), ``ppo-breakout`` (Breakout-v5, 4096 x 16, the
 Atari preset otherwise), ``ppo-atari-preset`` (Pong-v5 as configs/atari.yaml trains it, 1024 x 32:
 ``after`` with the eager update, ``--no-graph-update``, against the preset's ``--graph-update``),
+``ppo-atari-overlap`` (the same preset as it is, synchronous, against ``--overlap-rollout``, which steps the
+next rollout while the update runs; 3 turns by default: the figure is a few percent, drift between runs
+is as large; the overlapped run's ``rollout_vs_raw`` is its collector thread's own steps/s and its phases
+name that thread's ``overlapped/rollout/...`` beside the main thread's ``rollout/wait``),
 ``impala-cartpole`` (CartPole-v1, 4096 x 32), ``impala-breakout`` (Breakout-v5, 4096 x 20),
 ``update-breakout`` (no envs: the Atari PPO update -- 4 epochs x 4 minibatches of 16384 frames through
 the Nature CNN, scripts/ppo.py's loss, backward, clip, fused Adam -- in each of ``UPDATE_VARIANTS``:
@@ -85,9 +89,11 @@ import results_tables  # noqa: E402
 from envs.make import env_family  # noqa: E402
 from rltrain.machine import machine_info  # noqa: E402
 from rltrain.runtime import num_cores  # noqa: E402
+from rltrain.timers import OVERLAPPED  # noqa: E402
 from rltrain.trainer import GPU_MEMORY_METRIC  # noqa: E402
 
 DEFAULT_OUT = ROOT / "docs" / "results" / "trainer_throughput.json"
+OVERLAPPED_ROLLOUT = f"perf/{OVERLAPPED}rollout_s"  # PPO --overlap-rollout: the collector thread's rollout
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ class Case:
     after_flags: Tuple[str, ...] = ()  # this checkout only (flags the old trainers lack)
     variants: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # (label, after flags replacing after_flags)
     quick_after_flags: Tuple[str, ...] = ()  # after_flags of the tiny --quick version
+    quick_variants: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # the variants it keeps (the case's point)
     torchrun_ranks: Tuple[int, ...] = ()  # after again under torchrun with K ranks, each turn after the plain run
     turns: int = 1                  # turns without --turns
     raw_steps: int = 200
@@ -122,6 +129,7 @@ CARTPOLE_VARIANTS = (
     ("after, no CUDA graphs", ("--no-cuda-graphs",)),
 )
 IMPALA_AFTER = ("--num-actors", "2", "--learner-batch-envs", "512")
+OVERLAP_VARIANTS = (("after, --overlap-rollout", ("--overlap-rollout",)),)
 IMPALA_QUICK = ("--num-actors", "2", "--learner-batch-envs", "2")
 CASES: Dict[str, Case] = {
     "ppo-cartpole": Case("ppo", "CartPole-v1", 4096, 128, warmup=2, timed=5, variants=CARTPOLE_VARIANTS,
@@ -137,6 +145,11 @@ CASES: Dict[str, Case] = {
     "ppo-atari-preset": Case("ppo", "Pong-v5", 1024, 32, warmup=3, timed=20, flags=("--config", "configs/atari.yaml"),
                              after_flags=("--no-graph-update",),
                              variants=(("after, --graph-update", ("--graph-update",)),), raw_steps=100, raw_warmup=10),
+    # the preset synchronous against --overlap-rollout (envs stepping the next rollout during the update), end to
+    # end: the overlapped trainer against raw EnvPool is the figure (>= 97% is the aim)
+    "ppo-atari-overlap": Case("ppo", "Pong-v5", 1024, 32, warmup=3, timed=20, flags=("--config", "configs/atari.yaml"),
+                              variants=OVERLAP_VARIANTS, quick_variants=OVERLAP_VARIANTS, turns=3, raw_steps=100,
+                              raw_warmup=10),
     "impala-cartpole": Case("impala", "CartPole-v1", 4096, 32, warmup=3, timed=12, after_flags=IMPALA_AFTER,
                             quick_after_flags=IMPALA_QUICK,
                             variants=(
@@ -193,18 +206,18 @@ UPDATE_VARIANTS = (  # rows: what ran; "(--flag)": the rows the trainers run on 
 
 def quick_case(case: Case) -> Case:
     """The tiny CPU version of ``case``: a few envs, a few steps, the trainer's defaults (a preset's
-    minibatch size may not fit its batch), no variants."""
+    minibatch size may not fit its batch), only the variants it keeps (``quick_variants``)."""
     atari = env_family(case.env_id) == "atari"
     return dataclasses.replace(case, num_envs=4 if atari else 8, num_steps=4 if atari else 16, warmup=1,
-                               timed=2, flags=(), after_flags=case.quick_after_flags, variants=(),
+                               timed=2, flags=(), after_flags=case.quick_after_flags, variants=case.quick_variants,
                                raw_steps=10 if atari else 50, raw_warmup=2)
 
 
 @dataclass
 class Args:
     cases: str = DEFAULT_CASES
-    """comma-separated cases: ppo-cartpole, ppo-breakout, ppo-atari-preset, impala-cartpole, impala-breakout,
-    update-breakout, update-atari-preset, ppo-cartpole-torchrun1"""
+    """comma-separated cases: ppo-cartpole, ppo-breakout, ppo-atari-preset, ppo-atari-overlap, impala-cartpole,
+    impala-breakout, update-breakout, update-atari-preset, ppo-cartpole-torchrun1"""
     before_root: Optional[str] = None
     """another checkout whose trainers are the 'before' (e.g. a copy of main); none: after only"""
     out: Optional[str] = None
@@ -294,8 +307,11 @@ def summarize(case: Case, rows: List[Dict]) -> Dict:
     if memory:  # CUDA runs: the peak of the rank that used most
         out["gpu_mem_peak_gib"] = max(memory)
     if case.trainer == "ppo":
-        rollout_s = sum(r.get("perf/rollout_s", 0.0) for r in timed)
-        out["rollout_sps"] = steps / rollout_s if rollout_s > 0 else float("nan")
+        # the rollouts' own seconds: the collector thread's where they overlapped the update (--overlap-rollout;
+        # the last iteration starts none), else the iteration's rollout phases
+        rollout_s = ([r[OVERLAPPED_ROLLOUT] for r in timed if OVERLAPPED_ROLLOUT in r]
+                     or [r.get("perf/rollout_s", 0.0) for r in timed])
+        out["rollout_sps"] = len(rollout_s) * (steps / n) / sum(rollout_s) if sum(rollout_s) > 0 else float("nan")
     else:
         wait = sum(r.get("perf/learner_queue_wait_s", 0.0) for r in timed)
         out["learner_wait"] = wait / seconds  # of the learner's wall clock, its logging included
@@ -627,10 +643,17 @@ def main_runs(runs: List[Tuple[str, Dict]]) -> List[Tuple[str, Dict]]:
 PHASE_ORDER = ("rollout", "ca", "update", "learner", "learner_queue_wait", "actor", "actor_queue_wait")
 
 
-def phase_order(phase: str) -> Tuple[int, bool, str]:
-    """Sort key of a phase name: the trainers' order of their top-level phases, sub-phases after their phase."""
-    top = phase.split("/")[0]
-    return (PHASE_ORDER.index(top) if top in PHASE_ORDER else len(PHASE_ORDER), "/" in phase, phase)
+def phase_order(phase: str) -> Tuple[bool, int, bool, str]:
+    """Sort key of a phase name: the trainers' order of their top-level phases, sub-phases after their phase,
+    phases of another thread (``overlapped/...``, beside the iteration) after all of the iteration's own."""
+    overlapped, name = phase.startswith(OVERLAPPED), phase.removeprefix(OVERLAPPED)
+    top = name.split("/")[0]
+    return (overlapped, PHASE_ORDER.index(top) if top in PHASE_ORDER else len(PHASE_ORDER), "/" in name, name)
+
+
+def is_group(phase: str) -> bool:
+    """Whether ``phase`` is a top-level phase (``update``, ``overlapped/rollout``), not a sub-phase."""
+    return "/" not in phase.removeprefix(OVERLAPPED)
 
 
 def markdown(results: Dict, variants: bool = True) -> str:
@@ -663,7 +686,7 @@ def markdown(results: Dict, variants: bool = True) -> str:
         unit += f", median of {case['num_turns']} turns" if case.get("num_turns", 1) > 1 else ""
         phases = sorted({k for run in runs.values() for k in run["phases_ms"]}, key=phase_order)
         lines += ["", f"**{name}** ({unit})", "",
-                  "| run | steps / iteration | " + " | ".join(k if "/" in k else f"**{k}**" for k in phases)
+                  "| run | steps / iteration | " + " | ".join(f"**{k}**" if is_group(k) else k for k in phases)
                   + " | **iteration** |", "| --- |" + " ---: |" * (len(phases) + 2)]
         for label, run in runs.items():
             cells = [run["phases_ms"].get(k) for k in phases] + [run["iteration_ms"]]

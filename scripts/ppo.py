@@ -24,6 +24,10 @@ Next-step autoreset (EnvPool / Gymnasium 1.x): after an episode ends at step
 t, the obs returned is the final obs, so ``V(obs_{t+1})`` is the truncation
 bootstrap; the step t+1 is a dummy (action ignored, reward 0) and is masked
 out of the loss through ``buf.valid``.
+
+``--overlap-rollout`` steps the envs for the next rollout while the update of this one runs
+(``rltrain/overlap.py``): the behaviour policy is then one update stale, and PPO's ratio is taken
+against the log-probabilities stored in the rollout.
 """
 
 from __future__ import annotations
@@ -47,7 +51,6 @@ from agents import make_agent  # noqa: E402
 from envs import EnvGroups, ObsNormalizer, RewardNormalizer, default_env_groups, spec_info  # noqa: E402
 from envs.synthetic import fill_rollout  # noqa: E402
 from rltrain.adaptive_lr import adapt_learning_rate, tensor_learning_rate  # noqa: E402
-from rltrain.collector import RolloutCollector  # noqa: E402
 from rltrain.config import ExperimentArgs  # noqa: E402
 from rltrain.credit import CreditAssignment, targets_due  # noqa: E402
 from rltrain.cuda_graph import GraphedStep, capturable_adam  # noqa: E402
@@ -56,12 +59,13 @@ from rltrain.evaluation import PeriodicEvaluation  # noqa: E402
 from rltrain.interrupt import GracefulInterrupt  # noqa: E402
 from rltrain.losses import NonFiniteLossError, masked_mean, minibatch_moments  # noqa: E402
 from rltrain.minibatches import LearnerBatch, resolve_minibatches, step_budget  # noqa: E402
+from rltrain.overlap import Rollouts  # noqa: E402
 from rltrain.rollout import RolloutBuffer, minibatch_indices  # noqa: E402
 from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
                              memory_metrics, report_end, run_main, start_run)
-from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
+from rltrain.timers import PhaseTable, PhaseTimer, group_totals, overlapped_phases  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
 
@@ -165,6 +169,12 @@ class Args(ExperimentArgs):
     """replay each minibatch step (loss, backward, clipping, Adam) from one CUDA graph: one launch instead of
     hundreds, for small minibatches (CUDA, one rank; elsewhere -- the CPU, torchrun with several ranks -- the
     same step runs eagerly)"""
+    overlap_rollout: bool = False
+    """step the envs for the next rollout while the update of this one runs, so they never wait for it: the
+    behaviour policy is one update stale (rollout k+1 acts with the parameters from before update k; PPO's
+    ratio is against the log-probabilities stored with it); the first iterations of a run are synchronous.
+    Helps where the update is shorter than the rollout and the device idles during the rollout
+    (rltrain/overlap.py; not with --synthetic)"""
 
     def learner_batch(self) -> LearnerBatch:
         """One rollout, num_steps x num_envs steps; minibatches of shuffled single steps."""
@@ -305,18 +315,20 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
     # ---------------------------------------------------------------- storage + rollout collector
     if args.synthetic:  # the storage holds one random rollout, learned from every iteration
-        collector = None
+        rollouts = None
         buf = RolloutBuffer.allocate(T, N, info.obs_shape, torch.uint8 if info.obs_dtype == np.uint8 else torch.float32,
                                      info.action_shape, torch.long if info.discrete else torch.float32, device)
         bootstrap_obs = fill_rollout(buf, agent, seed=ctx.rank_seed(args.seed))
         with torch.no_grad():
             bootstrap_value = agent.get_value(bootstrap_obs)
-    else:
-        collector = RolloutCollector(envs, agent, T, device, obs_norm=obs_norm, rew_norm=rew_norm,
-                                     capture=args.cuda_graphs)
-        buf = collector.buf  # [T, N] on the device; a resumed run restarts its episodes
-        bootstrap_obs, bootstrap_value = collector.storage.obs[T], collector.bootstrap_value  # s_T, V(s_T)
-    tables = {name: PhaseTable() for name in credit.names}
+    else:  # --overlap-rollout: the next rollout is collected in a thread while the update runs
+        rollouts = Rollouts(envs, agent, T, device, overlap=args.overlap_rollout, obs_norm=obs_norm,
+                            rew_norm=rew_norm, capture=args.cuda_graphs)
+        buf = rollouts.buf  # [T, N] on the device; a resumed run restarts its episodes
+        bootstrap_obs, bootstrap_value = rollouts.bootstrap_obs, rollouts.bootstrap_value  # s_T, V(s_T)
+    # warm-up left out of the table: the first iteration records and compiles; overlapped, the second collects
+    # its own rollout too
+    tables = {name: PhaseTable(warmup=2 if args.overlap_rollout else 1) for name in credit.names}
     values_now = torch.zeros_like(buf.values)  # --advantage-recompute: the current critic's V(s_t), V(s_T)
     bootstrap_now = torch.zeros(N, device=device)
     recompute_rows = max(minibatch_size, 1 << 16)  # rows per forward pass: few launches, bounded memory
@@ -362,9 +374,9 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
 
             # ------------------------------------------------------------ rollout
             ep_returns, ep_lengths = [], []
-            if collector is not None:
-                with torch.inference_mode():  # T steps of every env with the current parameters
-                    ep_returns, ep_lengths = collector.collect(timer)  # and V(s_T) into bootstrap_value
+            if rollouts is not None:  # T steps of every env, and V(s_T) into bootstrap_value (overlapped: the
+                # rollout collected during the last update, and the next one started)
+                ep_returns, ep_lengths = rollouts.collect(timer, start_next=iteration < num_iterations)
 
             # ------------------------------------------------------------ credit assignment (GAE)
             advantages, returns = gae(buf.values, bootstrap_value)
@@ -410,6 +422,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
             if not adaptive_lr:  # (the adapted rate is not the scheduler's)
                 with timer.phase("update/optim"):
                     scheduler.step()
+            overlapped = rollouts.join(timer) if rollouts is not None else {}  # the next rollout's phases
 
             # ------------------------------------------------------------ once-per-iteration readout
             secs = timer.read()  # the one device sync of the iteration
@@ -424,7 +437,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
             for sync in norm_syncs:  # observation / reward statistics of every rank's rollout
                 sync()
             groups = group_totals(secs)
-            phases = {f"perf/{k}_s": s for k, s in {**groups, **secs}.items()}
+            phases = {f"perf/{k}_s": s for k, s in {**groups, **secs, **overlapped_phases(overlapped)}.items()}
             losses = dict(zip(["losses/loss", "losses/policy_loss", "losses/value_loss", "losses/entropy",
                                "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac"], stats.mean(0).tolist()))
             g = iteration_readout(ctx, phase_secs=phases, means={**losses, "losses/explained_variance": explained_var},
@@ -455,7 +468,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                     metrics.update(evaluation(agent, obs_norm))
             logger.log({"charts/iteration": iteration, **metrics}, global_step)
             logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
-            tables[credit.name].add(secs, wall)  # this rank's phases: they add up to its wall clock
+            tables[credit.name].add(secs, wall, overlapped)  # this rank's phases: they add up to its wall clock
 
             if args.checkpoint_every and (iteration % args.checkpoint_every == 0 or g["interrupted"]):
                 checkpoint(run_dir / "checkpoints" / "latest.pt", iteration)
@@ -465,6 +478,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                 logger.write(f"interrupted at iteration {iteration}" + (resume if args.checkpoint_every else ""))
                 break
     finally:
+        if rollouts is not None:
+            rollouts.close()  # after an exception: the collection in flight joined
         interrupt.restore()
 
     if args.save_model and not interrupted:

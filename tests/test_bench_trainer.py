@@ -300,3 +300,52 @@ def test_the_update_microbench_times_the_ppo_trainers_loss_with_the_presets_coef
     assert "CUDA" in out["graph"]["error"]  # recorded, not raised: the other variants still run
     preset = ppo.cli(["--config", str(ROOT / "configs" / "atari.yaml")])
     assert len(presets) == 2 and all(a == preset for a in presets)
+
+
+# ---------------------------------------------------------------------------- ppo-atari-overlap
+def test_an_overlapped_run_counts_the_collector_threads_rollouts():
+    """--overlap-rollout: the rollout's steps/s are those of the collector thread (perf/overlapped/rollout_s),
+    over the iterations that collected one beside their update (the last starts none); the main thread's
+    rollout phases (the wait for it) are not the rollout's time."""
+    case = B.Case("ppo", "Pong-v5", num_envs=4, num_steps=10, warmup=1, timed=3)
+    rows = [{"global_step": 40 * i, "time": float(i), "perf/iteration_s": 1.0, "perf/rollout_s": 0.1,
+             "perf/rollout/wait_s": 0.1, "perf/update_s": 0.9} for i in range(1, 5)]
+    for row in rows[:-1]:
+        row.update({"perf/overlapped/rollout_s": 0.8, "perf/overlapped/rollout/env_s": 0.8})
+    out = B.summarize(case, rows)
+    assert out["sps"] == pytest.approx(120 / 3.0)
+    assert out["rollout_sps"] == pytest.approx(2 * 40 / 1.6)  # iterations 2 and 3 collected one, 0.8 s each
+    assert out["phases_ms"]["overlapped/rollout/env"] == pytest.approx(800 * 2 / 3)
+    phases = sorted(out["phases_ms"], key=B.phase_order)
+    assert phases == ["rollout", "rollout/wait", "update", "overlapped/rollout", "overlapped/rollout/env"]
+    assert [B.is_group(p) for p in phases] == [True, False, True, True, False]
+
+
+def test_the_overlap_case_takes_turns_with_the_synchronous_preset(tmp_path, monkeypatch):
+    """Each turn: raw EnvPool, the preset as it is, the preset with --overlap-rollout; three turns by default."""
+    fake = FakeRuns(monkeypatch)
+    case = B.main(["--cases", "ppo-atari-overlap", "--out", str(tmp_path / "t.json")])["cases"]["ppo-atari-overlap"]
+    assert fake.calls == ["raw", "", "--overlap-rollout"] * 3
+    assert list(case["runs"]) == ["after", "after, --overlap-rollout"] and case["num_turns"] == 3
+    overlap = B.CASES["ppo-atari-overlap"]
+    assert overlap.flags == ("--config", "configs/atari.yaml") and (overlap.num_envs, overlap.num_steps) == (1024, 32)
+    assert overlap.warmup >= 3  # the synchronous first two iterations of an overlapped run are left out
+    assert B.quick_case(overlap).variants == overlap.variants  # the --quick version runs the overlap too
+
+
+@pytest.mark.slow
+def test_quick_overlap_case_end_to_end(tmp_path):
+    """The tiny Pong-v5 version on the CPU (a minute and more): both trainer runs read back, the overlapped one's
+    collector-thread phases in its phase row after the main thread's."""
+    out = tmp_path / "overlap.json"
+    result = B.main(["--quick", "--cases", "ppo-atari-overlap", "--turns", "1", "--out", str(out)])
+    runs = result["cases"]["ppo-atari-overlap"]["runs"]
+    assert set(runs) == {"after", "after, --overlap-rollout"}
+    for label, run in runs.items():
+        assert "error" not in run, (label, run.get("error"))
+        assert run["sps"] > 0 and run["rollout_sps"] > 0
+    assert "overlapped/rollout/env" in runs["after, --overlap-rollout"]["phases_ms"]
+    assert "overlapped/rollout" not in runs["after"]["phases_ms"]
+    header = next(line for line in B.main(["--markdown", str(out)])["markdown"].splitlines()
+                  if line.startswith("| run | steps / iteration |"))
+    assert header.index("**update**") < header.index("**overlapped/rollout**") < header.index("**iteration**")
