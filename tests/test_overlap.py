@@ -42,7 +42,7 @@ N, T, ITERATIONS = 4, 16, 6
 BATCH = N * T
 FLAGS = ["--num-envs", str(N), "--num-steps", str(T), "--num-minibatches", "2", "--update-epochs", "2",
          "--learning-rate", "0.01", "--no-anneal-lr", "--ca-backend", "loop", "--no-progress", "--seed", "5",
-         "--overlap-rollout"]
+         "--overlap-rollout", "--norm-value"]  # value statistics are buffers: the snapshot must carry them
 
 
 def metrics(run_dir) -> list:
@@ -81,7 +81,7 @@ def recorded(request, tmp_path_factory):
 
 def behaviour(params: dict, rollout: dict):
     """Log-probabilities of the rollout's actions and values of its states (and V(s_T)) under ``params``."""
-    agent = make_agent("mlp", (4,), True, 2)
+    agent = make_agent("mlp", (4,), True, 2, norm_value=True)
     agent.load_state_dict(params)
     with torch.no_grad():
         obs, actions = rollout["obs"].flatten(0, 1), rollout["actions"].flatten(0, 1)
