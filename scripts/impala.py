@@ -169,6 +169,78 @@ class Args(ExperimentArgs):
                                                                      800_000))
 
 
+def policy_and_critic(args: Args, model: nn.Module, mb):
+    """The current policy and critic on env columns ``mb`` (time-major, T+1 observations: s_T
+    bootstraps): ``(logp, entropy, log_rhos, critic, probs)`` with log pi(a_t|s_t), its entropy and
+    log pi/mu (0 at invalid steps) [T, M], the critic's V [T+1, M] or Q [T+1, M, A], and pi(.|s_t)
+    [T+1, M, A] for a Q critic (else None).  ``model``: the learner (DDP wrapper) for a pass that is
+    backpropagated, else the agent."""
+    Tm, M = mb.actions.shape[:2]
+    dist, critic = model("dist_and_critic", mb.obs.flatten(0, 1))
+    actions = torch.cat([mb.actions, mb.actions[-1:]]).flatten(0, 1)
+    logp = dist.log_prob(actions).view(Tm + 1, M)[:Tm]
+    entropy = dist.entropy().view(Tm + 1, M)[:Tm]
+    log_rhos = torch.where(mb.valid, logp.detach() - mb.logprobs, 0.0)
+    probs = dist.probs.view(Tm + 1, M, -1) if args.correction == "retrace" else None
+    return logp, entropy, log_rhos, critic.view(Tm + 1, M, *critic.shape[1:]), probs
+
+
+def assign_credit(args: Args, credit: CreditAssignment, timer: PhaseTimer, mb, log_rhos, critic, probs):
+    """``(value targets, policy-gradient advantages)`` [T, M] of env columns ``mb`` from the critic's
+    output on them (:func:`policy_and_critic`): V-trace's vs and pg_adv, or Retrace's Q targets and ACER's
+    truncated importance weight times (Q_ret - V) on the behaviour action.  The estimator call is
+    timed by ``credit`` (phase "learner/ca"), the Q critic's expectations on ``timer`` as "learner/forward"."""
+    Tm = mb.actions.shape[0]
+    critic = critic.detach()
+    with torch.no_grad():
+        if args.correction == "vtrace":
+            vs, pg_adv = credit.vtrace(
+                mb.rewards, critic[:Tm], log_rhos, mb.terminated, critic[Tm],
+                truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda,
+                rho_bar=args.rho_bar, c_bar=args.c_bar, pg_rho_bar=args.pg_rho_bar)
+            return vs.float(), pg_adv.float()
+        with timer.phase("learner/forward"):
+            q_taken = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
+            expected_next_q = (probs[1:] * critic[1:]).sum(-1)   # E_pi Q(s_{t+1}, .)
+            state_value = (probs[:Tm] * critic[:Tm]).sum(-1)     # V(s_t) = E_pi Q(s_t, .)
+        q_ret = credit.retrace(
+            mb.rewards, q_taken, expected_next_q, log_rhos, mb.terminated,
+            truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda, c_bar=args.c_bar).float()
+        with timer.phase("learner/forward"):
+            return q_ret, log_rhos.exp().clamp(max=args.pg_rho_bar) * (q_ret - state_value)
+
+
+def minibatch_loss(args: Args, mb, logp, entropy, log_rhos, critic, target, adv, moments=None,
+                   ret_stats: bool = True):
+    """V-trace or Retrace loss on a minibatch of env columns (time-major [T(+1), M]) from its forward
+    pass (:func:`policy_and_critic`) and its (value ``target``, advantages ``adv``) [T, M]; ``moments``:
+    ``(mean, std, denominator)`` of the advantages and valid steps of every rank's minibatch
+    (torchrun), None: of this minibatch.  Returns the loss and, with ``ret_stats``, its diagnostics."""
+    Tm = mb.actions.shape[0]
+    valid = mb.valid.float()
+    if args.correction == "vtrace":
+        pred = critic[:Tm]
+    else:
+        pred = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
+    adv_mean, adv_std, denom = minibatch_moments(adv, valid) if moments is None else moments
+    if args.norm_adv:
+        adv = (adv - adv_mean) / (adv_std + 1e-8)
+    pg_loss = -masked_mean(adv * logp, valid, denom)
+    v_loss = 0.5 * masked_mean((pred - target).square(), valid, denom)
+    ent = masked_mean(entropy, valid, denom)
+    loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * ent
+    stats = None
+    if ret_stats:
+        with torch.no_grad():
+            ratio = log_rhos.exp()
+            stats = torch.stack([loss, pg_loss, v_loss, ent, masked_mean(-log_rhos, valid, denom),
+                                 masked_mean((ratio - 1) - log_rhos, valid, denom),
+                                 masked_mean((ratio > args.rho_bar).float(), valid, denom),
+                                 masked_mean(ratio, valid, denom),
+                                 explained_variance(target, pred.detach(), valid)])
+    return loss, stats
+
+
 def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     validate(args)  # every flag; the rules are in rltrain/validation.py
     args = args.with_step_budget()  # --total-timesteps 0: the default budget
@@ -263,85 +335,20 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     clock.start()
     update, in_update, interrupted, stop_all = start_update, False, False, False
 
-    def policy_and_critic(mb, model: nn.Module = agent):
-        """The current policy and critic on env columns ``mb`` (time-major, T+1 observations: s_T
-        bootstraps): ``(logp, entropy, log_rhos, critic, probs)`` with log pi(a_t|s_t), its entropy and
-        log pi/mu (0 at invalid steps) [T, M], the critic's V [T+1, M] or Q [T+1, M, A], and pi(.|s_t)
-        [T+1, M, A] for a Q critic (else None).  ``model``: ``learner`` for a pass that is backpropagated."""
-        Tm, M = mb.actions.shape[:2]
-        dist, critic = model("dist_and_critic", mb.obs.flatten(0, 1))
-        actions = torch.cat([mb.actions, mb.actions[-1:]]).flatten(0, 1)
-        logp = dist.log_prob(actions).view(Tm + 1, M)[:Tm]
-        entropy = dist.entropy().view(Tm + 1, M)[:Tm]
-        log_rhos = torch.where(mb.valid, logp.detach() - mb.logprobs, 0.0)
-        probs = dist.probs.view(Tm + 1, M, -1) if args.correction == "retrace" else None
-        return logp, entropy, log_rhos, critic.view(Tm + 1, M, *critic.shape[1:]), probs
-
-    def assign_credit(mb, log_rhos, critic, probs):
-        """``(value targets, policy-gradient advantages)`` [T, M] of env columns ``mb`` from the critic's
-        output on them (``policy_and_critic``): V-trace's vs and pg_adv, or Retrace's Q targets and ACER's
-        truncated importance weight times (Q_ret - V) on the behaviour action.  The estimator call is
-        timed as phase "learner/ca"."""
-        Tm = mb.actions.shape[0]
-        critic = critic.detach()
-        with torch.no_grad():
-            if args.correction == "vtrace":
-                vs, pg_adv = credit.vtrace(
-                    mb.rewards, critic[:Tm], log_rhos, mb.terminated, critic[Tm],
-                    truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda,
-                    rho_bar=args.rho_bar, c_bar=args.c_bar, pg_rho_bar=args.pg_rho_bar)
-                return vs.float(), pg_adv.float()
-            with timer.phase("learner/forward"):
-                q_taken = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
-                expected_next_q = (probs[1:] * critic[1:]).sum(-1)   # E_pi Q(s_{t+1}, .)
-                state_value = (probs[:Tm] * critic[:Tm]).sum(-1)     # V(s_t) = E_pi Q(s_t, .)
-            q_ret = credit.retrace(
-                mb.rewards, q_taken, expected_next_q, log_rhos, mb.terminated,
-                truncated=mb.truncated, gamma=args.gamma, lam=args.vtrace_lambda, c_bar=args.c_bar).float()
-            with timer.phase("learner/forward"):
-                return q_ret, log_rhos.exp().clamp(max=args.pg_rho_bar) * (q_ret - state_value)
+    assign = partial(assign_credit, args, credit, timer)
 
     def batch_targets(traj):
         """Targets and advantages of the whole batch with the current policy and critic, before its
         minibatches (--advantage-recompute once / epoch): one forward pass without gradients."""
         with timer.phase("learner/value_recompute"), torch.no_grad():
-            _, _, log_rhos, critic, probs = policy_and_critic(traj)
-        return assign_credit(traj, log_rhos, critic, probs)
-
-    def minibatch_loss(mb, logp, entropy, log_rhos, critic, target, adv, moments=None, ret_stats: bool = True):
-        """V-trace or Retrace loss on a minibatch of env columns (time-major [T(+1), M]) from its forward
-        pass (``policy_and_critic``) and its (value ``target``, advantages ``adv``) [T, M]; ``moments``:
-        ``(mean, std, denominator)`` of the advantages and valid steps of every rank's minibatch
-        (torchrun), None: of this minibatch.  Returns the loss and, with ``ret_stats``, its diagnostics."""
-        Tm = mb.actions.shape[0]
-        valid = mb.valid.float()
-        if args.correction == "vtrace":
-            pred = critic[:Tm]
-        else:
-            pred = critic[:Tm].gather(-1, mb.actions.unsqueeze(-1)).squeeze(-1)
-        adv_mean, adv_std, denom = minibatch_moments(adv, valid) if moments is None else moments
-        if args.norm_adv:
-            adv = (adv - adv_mean) / (adv_std + 1e-8)
-        pg_loss = -masked_mean(adv * logp, valid, denom)
-        v_loss = 0.5 * masked_mean((pred - target).square(), valid, denom)
-        ent = masked_mean(entropy, valid, denom)
-        loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * ent
-        stats = None
-        if ret_stats:
-            with torch.no_grad():
-                ratio = log_rhos.exp()
-                stats = torch.stack([loss, pg_loss, v_loss, ent, masked_mean(-log_rhos, valid, denom),
-                                     masked_mean((ratio - 1) - log_rhos, valid, denom),
-                                     masked_mean((ratio > args.rho_bar).float(), valid, denom),
-                                     masked_mean(ratio, valid, denom),
-                                     explained_variance(target, pred.detach(), valid)])
-        return loss, stats
+            _, _, log_rhos, critic, probs = policy_and_critic(args, agent, traj)
+        return assign(traj, log_rhos, critic, probs)
 
     # --compile: the forward pass and the loss each become a compiled graph (and its backward); the V-trace /
     # Retrace kernels between them are called as they are.  Under torchrun the DDP wrapper's own forward stays
     # eager (Dynamo leaves it out) and the agent under it is compiled
-    forward_fn = compiled(partial(policy_and_critic, model=learner), args.compile)
-    loss_fn = compiled(minibatch_loss, args.compile)
+    forward_fn = compiled(partial(policy_and_critic, args, learner), args.compile)
+    loss_fn = compiled(partial(minibatch_loss, args), args.compile)
 
     def loss_and_stats(mb, ret_stats: bool, targets=None):
         """The loss (and diagnostics) of a minibatch of env columns; ``targets``: its (value targets,
@@ -349,7 +356,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
         (--advantage-recompute minibatch)."""
         with timer.phase("learner/forward"):
             logp, entropy, log_rhos, critic, probs = forward_fn(mb)
-        target, adv = assign_credit(mb, log_rhos, critic, probs) if targets is None else targets
+        target, adv = assign(mb, log_rhos, critic, probs) if targets is None else targets
         with timer.phase("learner/forward"):
             # under torchrun: over every rank's minibatch, in one all-reduce outside the compiled loss
             moments = minibatch_moments(adv, mb.valid.float(), ctx) if ctx.has_peers else None
