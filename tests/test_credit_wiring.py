@@ -22,6 +22,7 @@ import torch
 import paper_estimators as paper
 from agents import make_agent
 from conftest import load_script
+from rltrain import overlap
 from rltrain.actor_learner import Actor, ActorPool, ParamServer
 from rltrain.credit import CreditAssignment
 from rltrain.timers import PhaseTimer
@@ -63,7 +64,7 @@ def test_ppo_advantages_are_gae_of_the_scripted_rollout(tmp_path, monkeypatch):
         envs.append(ScriptedGroups(SCRIPTS, num_groups))
         return envs[-1]
 
-    class RecordingCollector(ppo.RolloutCollector):
+    class RecordingCollector(overlap.RolloutCollector):
         def collect(self, timer):
             out = super().collect(timer)
             rollouts.append({**{k: getattr(self.buf, k).clone() for k in
@@ -78,7 +79,7 @@ def test_ppo_advantages_are_gae_of_the_scripted_rollout(tmp_path, monkeypatch):
             return advantages, returns
 
     monkeypatch.setattr(ppo, "EnvGroups", scripted_groups)
-    monkeypatch.setattr(ppo, "RolloutCollector", RecordingCollector)
+    monkeypatch.setattr(overlap, "RolloutCollector", RecordingCollector)  # the trainer's collector
     monkeypatch.setattr(ppo, "CreditAssignment", RecordingCredit)
     ppo.main(ppo.cli(["--runs-dir", str(tmp_path), "--num-envs", str(len(SCRIPTS)), "--env-groups", "2",
                       "--num-steps", str(T), "--total-timesteps", str(iterations * T * len(SCRIPTS)),

@@ -38,8 +38,8 @@ class FixedPPOOutputs(nn.Module):
         self.newlogprob, self.entropy, self.value = (torch.tensor(x, dtype=torch.float32)
                                                      for x in (newlogprob, entropy, value))
 
-    def forward(self, method, obs, actions):
-        assert method == "get_action_and_value"
+    def forward(self, method, obs, actions, normalized_value=False):
+        assert method == "get_action_and_value"  # no value normalisation: the head's output is the value
         row = obs[:, 0].long()
         return actions, self.newlogprob[row], self.entropy[row], self.value[row]
 
