@@ -45,15 +45,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
-import subprocess
 import sys
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional
 
 import tyro
 
@@ -62,6 +59,7 @@ sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
 from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
 from rltrain.time_to_score import RETURN, WALL, common_machine, saved_machine  # noqa: E402
+from rltrain.trainer_process import ATARI_PRESETS, load_trainer, train_for  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
 # name -> ("float" | "int", low, high, log) or ("categorical", choices); flags of the trainer
@@ -87,7 +85,7 @@ IMPALA_ATARI_SPACE: Dict[str, tuple] = {
     "vtrace_lambda": ("float", 0.9, 1.0, False),
 }
 SPACES = {"ppo": PPO_ATARI_SPACE, "impala": IMPALA_ATARI_SPACE}
-PRESETS = {"ppo": "configs/atari.yaml", "impala": "configs/impala_atari.yaml"}
+PRESETS = ATARI_PRESETS
 # --quick: PPO's kinds of flags, sized for CartPole on a CPU
 QUICK_SPACE: Dict[str, tuple] = {
     "learning_rate": ("float", 1e-3, 5e-3, True),
@@ -126,7 +124,7 @@ class Args:
     """training seconds between the intermediate returns reported for pruning"""
     startup_trials: int = 5
     """trials before pruning starts and before TPE models the space (until then it samples at random)"""
-    extra: List[str] = field(default_factory=list)
+    extra: tyro.conf.UseAppendAction[List[str]] = field(default_factory=list)
     """more trainer flags for every trial, e.g. --extra=--ca-backend --extra=triton"""
     write_best: bool = False
     """write the best trials to docs/results/hparam_search_<trainer>_<env>.json (or --best-out)"""
@@ -188,28 +186,6 @@ def trial_flags(args: Args, values: Dict[str, Any], config: Optional[str] = None
     return flags + list(args.extra)
 
 
-def _read_rows(path: Path, offset: int) -> Tuple[List[dict], int]:
-    """Complete JSON lines of ``path`` after byte ``offset``; the new offset."""
-    if not path.is_file():
-        return [], offset
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read()
-    end = data.rfind(b"\n") + 1
-    rows = [json.loads(line) for line in data[:end].splitlines() if line.strip()]
-    return rows, offset + end
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     """Run the trainer until ``budget_s`` training seconds; report returns; the return at the budget."""
     import optuna
@@ -219,42 +195,37 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     cmd = [sys.executable, str(ROOT / script), *flags, "--runs-dir", str(trial_dir / "runs"),
            "--exp-name", f"trial{trial.number}", "--no-progress"]
     trial.set_user_attr("command", " ".join([f"python {script}", *flags]))
-    with open(trial_dir / "log.txt", "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=os.setsid)  # its own process group: stopped with its threads
-    offset, value, at_s, steps, next_report = 0, None, 0.0, 0, args.report_every_s
-    metrics: Optional[Path] = None
+    log = trial_dir / "log.txt"
+    log.unlink(missing_ok=True)
+    found: List[Path] = []
+    value, at_s, steps, next_report = None, 0.0, 0, args.report_every_s
+
+    def find_metrics() -> Optional[Path]:
+        if not found:
+            found.extend(list((trial_dir / "runs").glob("*/metrics.jsonl"))[:1])
+        return found[0] if found else None
+
+    def on_row(row: dict) -> None:
+        nonlocal value, at_s, steps, next_report
+        wall = row.get(WALL, 0.0)
+        if isinstance(row.get(RETURN), (int, float)):  # and the steps, at the host's speed, it took
+            value, at_s, steps = float(row[RETURN]), wall, int(row.get("global_step", 0))
+        while value is not None and wall >= next_report:
+            trial.report(value, int(next_report))
+            next_report += args.report_every_s
+            if trial.should_prune():
+                raise optuna.TrialPruned(f"return {value:.2f} at {wall:.0f} s is below the median")
+
     try:
-        while True:
-            done = proc.poll() is not None
-            if metrics is None:
-                found = list((trial_dir / "runs").glob("*/metrics.jsonl"))
-                metrics = found[0] if found else None
-            rows, offset = _read_rows(metrics, offset) if metrics else ([], offset)
-            for row in rows:
-                wall = row.get(WALL, 0.0)
-                if wall > args.budget_s:
-                    done = True
-                    break
-                if isinstance(row.get(RETURN), (int, float)):  # and the steps, at the host's speed, it took
-                    value, at_s, steps = float(row[RETURN]), wall, int(row.get("global_step", 0))
-                while value is not None and wall >= next_report:
-                    trial.report(value, int(next_report))
-                    next_report += args.report_every_s
-                    if trial.should_prune():
-                        raise optuna.TrialPruned(f"return {value:.2f} at {wall:.0f} s is below the median")
-            if done:
-                break
-            time.sleep(0.5)
+        run = train_for(cmd, args.budget_s, find_metrics, log, cwd=ROOT, on_row=on_row)
     finally:
-        _stop(proc)
-        if metrics is not None:  # the run's machine.json: where the trial trained (pruned ones too)
-            trial.set_user_attr("machine", saved_machine(metrics.parent))
-    if proc.returncode not in (0, -signal.SIGTERM) and value is None:
-        tail = (trial_dir / "log.txt").read_text()[-1500:]
-        raise RuntimeError(f"trial {trial.number} failed (exit {proc.returncode}):\n{tail}")
-    if proc.returncode not in (0, -signal.SIGTERM):
-        raise RuntimeError(f"trial {trial.number} stopped with exit {proc.returncode} (see {trial_dir / 'log.txt'})")
+        if found:  # the run's machine.json: where the trial trained (pruned ones too)
+            trial.set_user_attr("machine", saved_machine(found[0].parent))
+    if run.returncode not in (0, -signal.SIGTERM) and value is None:
+        tail = log.read_text()[-1500:]
+        raise RuntimeError(f"trial {trial.number} failed (exit {run.returncode}):\n{tail}")
+    if run.returncode not in (0, -signal.SIGTERM):
+        raise RuntimeError(f"trial {trial.number} stopped with exit {run.returncode} (see {log})")
     if value is None:
         raise RuntimeError(f"trial {trial.number} finished no episode in {args.budget_s:g} s")
     trial.set_user_attr("return_at_s", at_s)
@@ -323,7 +294,7 @@ def main(args: Args) -> Dict[str, Any]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study_name = args.study_name or f"{args.trainer}_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
     study = make_study(args, study_name)
-    trainer = _load_trainer(args.trainer)
+    trainer = load_trainer(args.trainer)
     config = Path(args.config) if Path(args.config).is_absolute() else ROOT / args.config
 
     def objective(trial) -> float:
@@ -358,18 +329,6 @@ def main(args: Args) -> Dict[str, Any]:
         out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {out}")
     return doc
-
-
-def _load_trainer(name: str):
-    """scripts/<name>.py as a module, for its flag parser (a trial's flags are checked before it starts)."""
-    from importlib import util
-
-    spec = util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
-    if spec.name not in sys.modules:
-        module = util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[spec.name]
 
 
 def _interrupt(signum, frame) -> None:
