@@ -22,6 +22,10 @@ One job per module:
 * :mod:`rltrain.wallclock`  -- training seconds across ``--resume`` (``charts/wall_s``).
 * :mod:`rltrain.evaluation` -- full episodes with a policy: game scores, video, ``--eval-every``.
 * :mod:`rltrain.time_to_score` -- when a run's average return first reaches a threshold; curves.
+* :mod:`rltrain.trainer_process` -- a trainer script as a child process, stopped at a budget of training seconds.
+* :mod:`rltrain.atari_scores` -- the 57 Atari games' reference scores: human-normalised scores, the
+  Atari-5 estimate, CleanRL's 10M-step PPO scores (``rltrain/data/atari_scores.json``).
+* :mod:`rltrain.atari_suite` -- the Atari suite's state file, results document, table and plot.
 * :mod:`rltrain.distributed` -- torchrun launch, DDP, global statistics, rank-0 output, per-rank
   checkpoint state, failures.
 * :mod:`rltrain.torchrun_jobs` -- a torchrun job seen from outside: kill one rank, read the failure summary.

@@ -7,6 +7,7 @@
     python scripts/results_tables.py trainer docs/results/trainer_throughput.json
     python scripts/results_tables.py scaling docs/results/multi_gpu_scaling.json
     python scripts/results_tables.py time-to-score docs/results/time_to_score.json
+    python scripts/results_tables.py atari-suite docs/results/atari_suite.json
     python scripts/results_tables.py update README.md docs/perf.md   # rewrite their tables from the files
     python scripts/results_tables.py check README.md docs/perf.md    # exit 1 where a table is out of date
 
@@ -219,8 +220,17 @@ def time_to_score_table(path: Path, cells: str = "all") -> str:
     return "\n".join([host, "", markdown(data)])
 
 
+def atari_suite_table(path: Path, cells: str = "all") -> str:
+    """The Atari suite's table (``scripts/atari_suite.py``, :func:`rltrain.atari_suite.markdown`): per game
+    the return at 2, 5 and 10 training minutes, the human-normalised score, the minutes to CleanRL's
+    10M-step PPO score, and the Atari-5 estimate (``--cells`` makes no difference)."""
+    from rltrain.atari_suite import markdown
+    data = json.loads(path.read_text())
+    return "\n".join([machine(data["meta"]), "", markdown(data)])
+
+
 TABLES = {"kernels": kernels_table, "rl-triton": rl_triton_table, "trainer": trainer_table, "study": study_table,
-          "scaling": scaling_table, "time-to-score": time_to_score_table}
+          "scaling": scaling_table, "time-to-score": time_to_score_table, "atari-suite": atari_suite_table}
 
 
 def table_parser() -> argparse.ArgumentParser:

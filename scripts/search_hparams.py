@@ -66,11 +66,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
+import math
 import signal
-import subprocess
 import sys
-import time
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
@@ -85,6 +83,7 @@ sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
 from rltrain.score_objective import BoundReporter, GameWatch, ScoreObjective, ScoreTarget, above_median  # noqa: E402
 from rltrain.time_to_score import RETURN, WALL, common_machine, saved_machine  # noqa: E402
+from rltrain.trainer_process import ATARI_PRESETS, load_trainer, train_for  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
 # name -> ("float" | "int", low, high, log) or ("categorical", choices); flags of the trainer
@@ -124,7 +123,7 @@ PPO_TO_SCORE_SPACE: Dict[str, tuple] = {
     "cnn_activation": ("categorical", ["relu", "elu"]),
 }
 SPACES = {"ppo": PPO_ATARI_SPACE, "impala": IMPALA_ATARI_SPACE}
-PRESETS = {"ppo": "configs/atari.yaml", "impala": "configs/impala_atari.yaml"}
+PRESETS = ATARI_PRESETS
 TO_SCORE_PRESET = "configs/atari_fast.yaml"
 # the default --targets per --measure: the reference is what configs/atari.yaml's recorded runs needed
 # (docs/results/time_to_score.json, preset-eager: Pong-v5 20 after 5.96M steps and 260 s, seed 3;
@@ -171,7 +170,7 @@ class Args:
     """training seconds between the intermediate returns reported for pruning"""
     startup_trials: int = 5
     """trials before pruning starts and before TPE models the space (until then it samples at random)"""
-    extra: List[str] = field(default_factory=list)
+    extra: tyro.conf.UseAppendAction[List[str]] = field(default_factory=list)
     """more trainer flags for every trial, e.g. --extra=--ca-backend --extra=triton"""
     write_best: bool = False
     """write the best trials to docs/results/hparam_search_<trainer>_<env>.json (or --best-out)"""
@@ -250,82 +249,49 @@ def trial_flags(args: Args, values: Dict[str, Any], config: Optional[str] = None
     return flags + list(args.extra)
 
 
-def _read_rows(path: Path, offset: int) -> Tuple[List[dict], int]:
-    """Complete JSON lines of ``path`` after byte ``offset``; the new offset."""
-    if not path.is_file():
-        return [], offset
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read()
-    end = data.rfind(b"\n") + 1
-    rows = [json.loads(line) for line in data[:end].splitlines() if line.strip()]
-    return rows, offset + end
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def trainer_command(args: Args, flags: List[str], trial_dir: Path, exp_name: str) -> List[str]:
     """The command line of one training run of a trial, its run folder under ``trial_dir/runs``."""
     return [sys.executable, str(ROOT / "scripts" / f"{args.trainer}.py"), *flags, "--runs-dir", str(trial_dir / "runs"),
             "--exp-name", exp_name, "--no-progress"]
 
 
-def _launch(args: Args, flags: List[str], trial_dir: Path, exp_name: str) -> subprocess.Popen:
-    """Start :func:`trainer_command` with its output in ``trial_dir/log.txt``."""
-    trial_dir.mkdir(parents=True, exist_ok=True)
-    with open(trial_dir / "log.txt", "w") as log:
-        return subprocess.Popen(trainer_command(args, flags, trial_dir, exp_name), cwd=ROOT, stdout=log,
-                                stderr=subprocess.STDOUT,
-                                preexec_fn=os.setsid)  # its own process group: stopped with its threads
-
-
 def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     """Run the trainer until ``budget_s`` training seconds; report returns; the return at the budget."""
     import optuna
 
+    cmd = trainer_command(args, flags, trial_dir, f"trial{trial.number}")
     trial.set_user_attr("command", " ".join([f"python scripts/{args.trainer}.py", *flags]))
-    proc = _launch(args, flags, trial_dir, f"trial{trial.number}")
-    offset, value, at_s, steps, next_report = 0, None, 0.0, 0, args.report_every_s
-    metrics: Optional[Path] = None
+    log = trial_dir / "log.txt"
+    log.unlink(missing_ok=True)
+    found: List[Path] = []
+    value, at_s, steps, next_report = None, 0.0, 0, args.report_every_s
+
+    def find_metrics() -> Optional[Path]:
+        if not found:
+            found.extend(list((trial_dir / "runs").glob("*/metrics.jsonl"))[:1])
+        return found[0] if found else None
+
+    def on_row(row: dict) -> None:
+        nonlocal value, at_s, steps, next_report
+        wall = row.get(WALL, 0.0)
+        if isinstance(row.get(RETURN), (int, float)):  # and the steps, at the host's speed, it took
+            value, at_s, steps = float(row[RETURN]), wall, int(row.get("global_step", 0))
+        while value is not None and wall >= next_report:
+            trial.report(value, int(next_report))
+            next_report += args.report_every_s
+            if trial.should_prune():
+                raise optuna.TrialPruned(f"return {value:.2f} at {wall:.0f} s is below the median")
+
     try:
-        while True:
-            done = proc.poll() is not None
-            if metrics is None:
-                found = list((trial_dir / "runs").glob("*/metrics.jsonl"))
-                metrics = found[0] if found else None
-            rows, offset = _read_rows(metrics, offset) if metrics else ([], offset)
-            for row in rows:
-                wall = row.get(WALL, 0.0)
-                if wall > args.budget_s:
-                    done = True
-                    break
-                if isinstance(row.get(RETURN), (int, float)):  # and the steps, at the host's speed, it took
-                    value, at_s, steps = float(row[RETURN]), wall, int(row.get("global_step", 0))
-                while value is not None and wall >= next_report:
-                    trial.report(value, int(next_report))
-                    next_report += args.report_every_s
-                    if trial.should_prune():
-                        raise optuna.TrialPruned(f"return {value:.2f} at {wall:.0f} s is below the median")
-            if done:
-                break
-            time.sleep(0.5)
+        run = train_for(cmd, args.budget_s, find_metrics, log, cwd=ROOT, on_row=on_row)
     finally:
-        _stop(proc)
-        if metrics is not None:  # the run's machine.json: where the trial trained (pruned ones too)
-            trial.set_user_attr("machine", saved_machine(metrics.parent))
-    if proc.returncode not in (0, -signal.SIGTERM) and value is None:
-        tail = (trial_dir / "log.txt").read_text()[-1500:]
-        raise RuntimeError(f"trial {trial.number} failed (exit {proc.returncode}):\n{tail}")
-    if proc.returncode not in (0, -signal.SIGTERM):
-        raise RuntimeError(f"trial {trial.number} stopped with exit {proc.returncode} (see {trial_dir / 'log.txt'})")
+        if found:  # the run's machine.json: where the trial trained (pruned ones too)
+            trial.set_user_attr("machine", saved_machine(found[0].parent))
+    if run.returncode not in (0, -signal.SIGTERM) and value is None:
+        tail = log.read_text()[-1500:]
+        raise RuntimeError(f"trial {trial.number} failed (exit {run.returncode}):\n{tail}")
+    if run.returncode not in (0, -signal.SIGTERM):
+        raise RuntimeError(f"trial {trial.number} stopped with exit {run.returncode} (see {log})")
     if value is None:
         raise RuntimeError(f"trial {trial.number} finished no episode in {args.budget_s:g} s")
     trial.set_user_attr("return_at_s", at_s)
@@ -334,34 +300,39 @@ def run_trial(trial, args: Args, flags: List[str], trial_dir: Path) -> float:
     return value
 
 
+class _Decided(Exception):
+    """Raised from a row callback of :func:`run_to_score`: the game's score or budget is reached."""
+
+
 def run_to_score(trial, args: Args, target: ScoreTarget, flags: List[str], trial_dir: Path,
                  progress) -> GameWatch:
     """Run the trainer on ``target``'s game until its score or budget (:class:`GameWatch`); after each
     row short of both, ``progress(at)`` (which may prune the trial)."""
     watch = GameWatch(target, args.measure)
-    proc = _launch(args, flags, trial_dir, f"trial{trial.number}")
-    offset, metrics = 0, None
-    try:
-        while not watch.done:
-            ended = proc.poll() is not None
-            if metrics is None:
-                found = list((trial_dir / "runs").glob("*/metrics.jsonl"))
-                metrics = found[0] if found else None
-            rows, offset = _read_rows(metrics, offset) if metrics else ([], offset)
-            for row in rows:
-                if watch.feed(row):
-                    break
-                progress(watch.at)
-            if ended or watch.done:
-                break
-            time.sleep(0.5)
+    found: List[Path] = []
+
+    def find_metrics() -> Optional[Path]:
+        if not found:
+            found.extend(list((trial_dir / "runs").glob("*/metrics.jsonl"))[:1])
+        return found[0] if found else None
+
+    def on_row(row: dict) -> None:
+        if watch.feed(row):
+            raise _Decided
+        progress(watch.at)
+
+    returncode = 0
+    try:  # the budget is the watch's (steps or seconds), not train_for's
+        returncode = train_for(trainer_command(args, flags, trial_dir, f"trial{trial.number}"), math.inf,
+                               find_metrics, trial_dir / "log.txt", cwd=ROOT, on_row=on_row).returncode
+    except _Decided:
+        pass
     finally:
-        _stop(proc)
-        if metrics is not None:
-            trial.set_user_attr("machine", saved_machine(metrics.parent))
-    if proc.returncode not in (0, -signal.SIGTERM) and watch.reached_at is None:
+        if found:
+            trial.set_user_attr("machine", saved_machine(found[0].parent))
+    if returncode not in (0, -signal.SIGTERM) and watch.reached_at is None:
         tail = (trial_dir / "log.txt").read_text()[-1500:]
-        raise RuntimeError(f"trial {trial.number} failed on {target.env_id} (exit {proc.returncode}):\n{tail}")
+        raise RuntimeError(f"trial {trial.number} failed on {target.env_id} (exit {returncode}):\n{tail}")
     return watch
 
 
@@ -501,7 +472,7 @@ def main(args: Args) -> Dict[str, Any]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study_name = args.study_name or f"{args.trainer}_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
     study = make_study(args, study_name)
-    trainer = _load_trainer(args.trainer)
+    trainer = load_trainer(args.trainer)
     config = Path(args.config) if Path(args.config).is_absolute() else ROOT / args.config
 
     def objective(trial) -> float:
@@ -557,7 +528,7 @@ def main_to_score(args: Args) -> Dict[str, Any]:
     study_name = args.study_name or f"{args.trainer}_to_score_{games}_{args.num_envs}envs_{args.measure}"
     study = make_study(args, study_name, direction="minimize",
                        pruner=median_bound_pruner(args.startup_trials))
-    trainer = _load_trainer(args.trainer)
+    trainer = load_trainer(args.trainer)
     config = Path(args.config) if Path(args.config).is_absolute() else ROOT / args.config
 
     def run(trial) -> float:
@@ -593,18 +564,6 @@ def main_to_score(args: Args) -> Dict[str, Any]:
         out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {out}")
     return doc
-
-
-def _load_trainer(name: str):
-    """scripts/<name>.py as a module, for its flag parser (a trial's flags are checked before it starts)."""
-    from importlib import util
-
-    spec = util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
-    if spec.name not in sys.modules:
-        module = util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[spec.name]
 
 
 def _interrupt(signum, frame) -> None:

@@ -51,6 +51,14 @@ def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
     assert f"best: trial {top['number']}, return {top['value']:.2f}" in again.stdout
 
 
+def test_extra_trainer_flags_add_up():
+    """One trainer flag or value per --extra, in order (a later --extra does not replace an earlier)."""
+    import tyro
+
+    args = tyro.cli(search.Args, args=["--extra=--ca-backend", "--extra=triton"])
+    assert args.extra == ["--ca-backend", "triton"] and search.trial_flags(args, {})[-2:] == ["--ca-backend", "triton"]
+
+
 @pytest.mark.parametrize("trainer", ["ppo", "impala"])
 def test_every_value_of_the_space_is_a_flag_of_the_trainer(trainer):
     """The lowest and the highest value of each searched flag parse and land in the trainer's Args."""
