@@ -20,6 +20,7 @@ venv: $(VENV)/.installed
 run: venv
 	$(PY) scripts/ppo.py
 
+# Every estimator on a small random rollout, checked against the float64 reference.
 demo: venv
 	$(PY) scripts/demo.py
 

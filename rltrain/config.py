@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import difflib
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, Literal, Optional, Sequence, Type, TypeVar
+from typing import Any, Callable, ClassVar, Dict, Literal, Optional, Sequence, Type, TypeVar
 
 import tyro
 import yaml
@@ -45,11 +45,15 @@ class ExperimentArgs(DistributedArgs):
     ``torchrun`` launch (:class:`DistributedArgs`).
 
     A trainer's ``Args`` dataclass inherits these (tyro lists them first) and may override a default
-    (``exp_name``); ``--config`` presets and ``--resume`` apply to them like to any other field.
+    (``exp_name``); ``--config`` presets and ``--resume`` apply to them like to any other field.  It
+    names its trainer in the class variable ``TRAINER`` (``"ppo"``, ``"impala"``), which its
+    checkpoints record: ``--resume`` continues only a checkpoint of the same trainer.
     """
 
+    TRAINER: ClassVar[str] = ""
+
     exp_name: str = "run"
-    """name of this experiment (part of the run folder name)"""
+    """name of this experiment (part of the run folder name: letters, digits, '.', '_', '+', '=', '-')"""
     seed: int = 1
     """seed of the experiment (torch, numpy, python, EnvPool)"""
     torch_deterministic: bool = True
@@ -77,7 +81,8 @@ class ExperimentArgs(DistributedArgs):
     checkpoint_every: int = 0
     """write {run}/checkpoints/latest.pt atomically every K iterations (learner updates) (0: never)"""
     resume: Optional[str] = None
-    """checkpoint to resume from; its saved args are the defaults, flags override them"""
+    """checkpoint to resume from, in its run folder; its saved args are the defaults, flags override them (the
+    trainer, --env-id and network must be the checkpoint's)"""
     eval_every: int = 0
     """evaluate the policy every K iterations (learner updates) on full episodes, logged as eval/score
     and eval/score_std (0: never); its time is left out of charts/wall_s"""
@@ -106,8 +111,9 @@ def load_yaml_preset(path: str | Path, cls: Type[Any]) -> Dict[str, Any]:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {path} does not parse as YAML: {e}") from None
-    if data is None:
-        return {}
+    if data is None:  # an empty file, or comments only: a preset that sets nothing is a mistaken path
+        raise ConfigError(f"config file {path} sets no field (it is empty or holds only comments); "
+                          f"write field: value lines, or leave --config out")
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must be a mapping of field: value, got {type(data).__name__}")
     names = [f.name for f in dataclasses.fields(cls)]

@@ -404,11 +404,9 @@ class DistContext:
     def load_checkpoint(self, path: str | Path, map_location: Any = None) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """``(shared, this rank's state)`` from a checkpoint of :meth:`save_checkpoint`, read by
         every rank.  A checkpoint without ``rank_states`` (single-process format) is its own
-        rank state.  ConfigError if it was saved by a different number of ranks."""
-        try:
-            ckpt = load_checkpoint(path, map_location=self.device if map_location is None else map_location)
-        except FileNotFoundError as e:
-            raise ConfigError(f"--resume: {e}") from None
+        rank state.  ConfigError if it cannot be read (:func:`rltrain.checkpoint.load_checkpoint` names the
+        file and what is wrong with it) or was saved by a different number of ranks."""
+        ckpt = load_checkpoint(path, map_location=self.device if map_location is None else map_location)
         states = ckpt.pop("rank_states", None)
         saved = ckpt.pop("world_size", 1)
         if saved != self.world_size:

@@ -53,18 +53,19 @@ def resolve_minibatches(batch: LearnerBatch, num_minibatches: int, minibatch_siz
         if pieces % num_minibatches:
             raise ConfigError(f"--num-minibatches {num_minibatches} does not divide the batch of {pieces} {what}")
         return num_minibatches, batch.size // num_minibatches
+    if num_minibatches and num_minibatches * minibatch_size != batch.size:  # both given: they must agree first
+        steps = num_minibatches * minibatch_size
+        raise ConfigError(f"--num-minibatches {num_minibatches} and --minibatch-size {minibatch_size} disagree: "
+                          f"{num_minibatches} minibatches of {minibatch_size} steps are {steps} steps, a batch is "
+                          f"{batch.size} ({batch.rows} steps x {batch.columns} envs); give one of them and set the "
+                          f"other to 0")
     if minibatch_size % batch.unit:
         raise ConfigError(f"--minibatch-size {minibatch_size} is not a whole number of env columns: it must be a "
                           f"multiple of --num-steps {batch.rows} (minibatches take whole trajectories)")
     if batch.size % minibatch_size:
         raise ConfigError(f"--minibatch-size {minibatch_size} does not divide the batch of {batch.size} steps "
                           f"({batch.rows} steps x {batch.columns} envs)")
-    derived = batch.size // minibatch_size
-    if num_minibatches and num_minibatches != derived:
-        raise ConfigError(f"--num-minibatches {num_minibatches} and --minibatch-size {minibatch_size} disagree: "
-                          f"a batch of {batch.size} steps in minibatches of {minibatch_size} is {derived} "
-                          f"minibatches; give one of them and set the other to 0")
-    return derived, minibatch_size
+    return batch.size // minibatch_size, minibatch_size
 
 
 def step_budget(total_timesteps: int, batch: LearnerBatch, default_steps: int, rollouts: int = 40) -> int:

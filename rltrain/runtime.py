@@ -9,7 +9,9 @@ from typing import Callable, TypeVar
 
 import torch
 
-__all__ = ["num_cores", "select_device", "set_torch_threads", "compiled", "make_run_dir"]
+from rltrain.config import ConfigError
+
+__all__ = ["num_cores", "select_device", "set_torch_threads", "compiled", "make_run_dir", "ensure_run_dir"]
 
 F = TypeVar("F", bound=Callable)
 
@@ -53,10 +55,26 @@ def compiled(fn: F, enabled: bool) -> F:
 
 
 def make_run_dir(root: str | Path, env_id: str, exp_name: str, seed: int) -> Path:
-    """Create ``{root}/{env_id}__{exp_name}__{seed}__{timestamp}/`` and return it."""
+    """Create ``{root}/{env_id}__{exp_name}__{seed}__{timestamp}/`` and return it; a ``root`` where no folder
+    can be made (``/proc/x``, under a file, no permission) is a :class:`~rltrain.config.ConfigError` naming
+    ``--runs-dir``."""
     base = Path(root) / f"{env_id}__{exp_name}__{seed}__{int(time.time())}"
     path, i = base, 1
     while path.exists():  # two runs in the same second
         path, i = base.with_name(f"{base.name}_{i}"), i + 1
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as e:
+        raise ConfigError(f"--runs-dir {root}: cannot create the run folder {path}: {e.strerror or e}") from None
+    return path
+
+
+def ensure_run_dir(path: str | Path) -> Path:
+    """The run folder of a resumed run, created again if it is gone (the checkpoint was moved); a
+    :class:`~rltrain.config.ConfigError` naming it where it cannot be made."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--resume: cannot create the checkpoint's run folder {path}: {e.strerror or e}") from None
     return path

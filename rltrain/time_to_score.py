@@ -75,9 +75,9 @@ def _saved_args(run_dir: Path) -> Dict[str, Any]:
     for name in ("final.pt", "latest.pt"):
         path = run_dir / "checkpoints" / name
         if path.is_file():
-            import torch
+            from rltrain.checkpoint import load_checkpoint  # a checkpoint that cannot be read: ConfigError
 
-            return dict(torch.load(path, map_location="cpu", weights_only=False).get("args", {}))
+            return dict(load_checkpoint(path).get("args") or {})
     return {}
 
 
@@ -107,7 +107,9 @@ def load_run(run_dir: str | Path) -> Run:
     env_id = args.get("env_id", parts[0])
     exp_name = args.get("exp_name", parts[1] if len(parts) > 1 else run_dir.name)
     seed = int(args.get("seed", parts[2] if len(parts) > 2 else 0))
-    trainer = "impala" if "correction" in args else "ppo" if args else exp_name
+    from rltrain.checkpoint import trainer_of_args  # torch only where a run folder is read
+
+    trainer = trainer_of_args(args) if args else exp_name
     return Run(str(run_dir), env_id, exp_name, seed, trainer, args,
                steps=np.array([r["global_step"] for r in rows], dtype=np.int64),
                wall_s=np.array([r[WALL] for r in rows], dtype=np.float64),

@@ -6,8 +6,11 @@
   and the run folder, shared by every rank; each rank's RNG states, extra state such as normaliser
   statistics and its recent episode returns) and how a run is restored from one.  The learning rate
   given by the flags wins over the checkpoint's.
-* :func:`start_run` -- restore from ``args.resume`` (same run folder, metrics appended) or make a fresh
+* :func:`start_run` -- restore from ``args.resume`` (same run folder, metrics appended; only a checkpoint
+  of the same trainer, environment and network, checked before anything is written) or make a fresh
   run folder, then open the :class:`~rltrain.logger.Logger` (rank 0; the other ranks log nothing).
+* :func:`checkpoint_due` / :func:`interrupted_line` -- when ``latest.pt`` is written (every
+  ``--checkpoint-every`` iterations, and always after a Ctrl-C) and how a Ctrl-C is reported.
 * :func:`iteration_readout` / :func:`episode_metrics` / :func:`memory_metrics` -- one iteration's figures
   of every rank in one collective: phase seconds (the slowest rank's), loss means, episode sums, the stop
   flags, the peak GPU memory of the rank that used most.
@@ -33,18 +36,19 @@ import numpy as np
 import torch
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler, record
 
-from rltrain.checkpoint import load_checkpoint, write_atomically
+from rltrain.checkpoint import check_resumable, load_checkpoint, origin_record, require_keys, write_atomically
 from rltrain.config import ConfigError, parse_args
 from rltrain.credit import CreditMismatchError
 from rltrain.distributed import DistContext, NullLogger, distributed_context, end_worker, launched_by_torchrun
 from rltrain.logger import Logger
 from rltrain.machine import machine_info
 from rltrain.losses import NonFiniteLossError
-from rltrain.runtime import make_run_dir
+from rltrain.runtime import ensure_run_dir, make_run_dir
 from rltrain.seeding import get_rng_state, set_rng_state
 
 __all__ = ["parse_trainer_args", "TrainerState", "RunStart", "start_run", "iteration_readout", "episode_metrics",
-           "memory_metrics", "GPU_MEMORY_METRIC", "report_end", "run_main", "EXIT_CODES", "lay_out_like_params"]
+           "memory_metrics", "GPU_MEMORY_METRIC", "report_end", "run_main", "EXIT_CODES", "lay_out_like_params",
+           "checkpoint_due", "interrupted_line"]
 
 A = TypeVar("A")
 
@@ -66,25 +70,35 @@ def _flag_value(argv: Sequence[str], flag: str) -> Optional[str]:
 
 def parse_trainer_args(cls: Type[A], argv: Optional[Sequence[str]] = None, description: Optional[str] = None) -> A:
     """Parse flags into ``cls``; with ``--resume PATH`` the checkpoint's saved args are the defaults
-    (fields the checkpoint does not know keep ``cls``'s defaults; ones ``cls`` does not know are dropped)."""
+    (fields the checkpoint does not know keep ``cls``'s defaults; ones ``cls`` does not know are dropped).
+
+    A ``--resume`` checkpoint that cannot be read, or was written by another trainer (``cls.TRAINER``) or
+    for another ``--env-id``, is a :class:`~rltrain.checkpoint.CheckpointError` here, before any flag is
+    checked against the other trainer's saved values (:func:`start_run` checks the network too)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    default = None
+    default = ckpt = None
     path = _flag_value(argv, "--resume")
+    trainer = getattr(cls, "TRAINER", "")
     if path:
-        try:
-            saved = load_checkpoint(path)["args"]
-        except FileNotFoundError as e:
-            raise ConfigError(str(e)) from None
+        ckpt = load_checkpoint(path)
+        require_keys(ckpt, path, ("args",))
+        if trainer:
+            check_resumable(ckpt, path, trainer, str(ckpt["args"].get("env_id")))
         known = {f.name for f in dataclasses.fields(cls)}
-        default = cls(**{k: v for k, v in saved.items() if k in known})
-    return parse_args(cls, argv, default=default, description=description)
+        default = cls(**{k: v for k, v in ckpt["args"].items() if k in known})
+    args = parse_args(cls, argv, default=default, description=description)
+    if ckpt is not None and trainer:
+        check_resumable(ckpt, path, trainer, args.env_id)
+    return args
 
 
 class TrainerState:
     """The objects a checkpoint saves and restores; ``extras`` maps a name to an object with
     ``state_dict()`` / ``load_state_dict()`` or to ``None`` (saved as ``None``, e.g. an unused normaliser).
+    ``args`` is the trainer's ``Args``: its class names the trainer (``Args.TRAINER``), recorded with
+    ``args.env_id`` and the network (:func:`rltrain.checkpoint.origin_record`).
 
-    Model, optimizer, scheduler, counters, args and run folder are the same on every rank (DDP keeps
+    Model, optimizer, scheduler, counters, args, origin and run folder are the same on every rank (DDP keeps
     the replicas equal) and saved once; RNG states, ``extras`` and the recent episode returns are each
     rank's own (:meth:`rltrain.distributed.DistContext.save_checkpoint`).  A single process's checkpoint
     holds both at its top level."""
@@ -100,6 +114,7 @@ class TrainerState:
         ``wall_s``: the run's training seconds so far, continued by a resumed run (:attr:`RunStart.wall_s`)."""
         ctx = ctx or DistContext()
         shared = {
+            **origin_record(self.trainer, self.args.env_id, self.model.state_dict()),
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "iteration": iteration, "global_step": global_step,
             "args": dataclasses.asdict(self.args), "run_dir": str(run_dir),
@@ -110,6 +125,17 @@ class TrainerState:
             **{name: obj.state_dict() if obj is not None else None for name, obj in self.extras.items()},
         }
         ctx.save_checkpoint(path, shared, rank_state)
+
+    @property
+    def trainer(self) -> str:
+        """``ppo`` or ``impala``: the ``TRAINER`` of the args' class."""
+        return type(self.args).TRAINER
+
+    def check_resumable(self, ckpt: Mapping[str, Any], path: str | Path) -> None:
+        """:class:`~rltrain.checkpoint.CheckpointError` unless ``ckpt`` is a checkpoint of this trainer, this
+        environment and this network (:func:`rltrain.checkpoint.check_resumable`)."""
+        require_keys(ckpt, path)
+        check_resumable(ckpt, path, self.trainer, self.args.env_id, self.model)
 
     def restore(self, ckpt: Mapping[str, Any], rank_state: Optional[Mapping[str, Any]] = None) -> None:
         """Load model, optimizer and scheduler from ``ckpt``, RNG states and extras from ``rank_state``
@@ -160,17 +186,22 @@ class RunStart:
 def start_run(args: Any, state: TrainerState, total_iterations: int, ctx: DistContext) -> RunStart:
     """Restore ``state`` from ``args.resume`` (each rank its own part) and continue in its run folder, or
     have rank 0 make a fresh folder ``{runs_dir}/{env_id}__{exp_name}__{seed}__{timestamp}`` and hand
-    its path to the other ranks; rank 0 opens the logger, the others get a :class:`NullLogger`."""
+    its path to the other ranks; rank 0 opens the logger, the others get a :class:`NullLogger`.
+
+    A resumed run goes on in the run folder its checkpoint names, so the checkpoint must be one this run
+    continues: the same trainer, environment and network (:meth:`TrainerState.check_resumable`); any other
+    is a :class:`~rltrain.checkpoint.CheckpointError` before a file is touched."""
     recent: deque = deque(maxlen=RECENT_EPISODES)
     ckpt = mine = None
     if args.resume:
         ckpt, mine = ctx.load_checkpoint(args.resume)
+        state.check_resumable(ckpt, args.resume)
         state.restore(ckpt, mine)
         iteration, global_step = ckpt["iteration"], ckpt["global_step"]
         recent.extend(mine.get("recent_returns", []))
         run_dir = Path(ckpt["run_dir"])
         if ctx.is_main:
-            run_dir.mkdir(parents=True, exist_ok=True)
+            ensure_run_dir(run_dir)
     else:
         iteration, global_step = 0, 0
         run_dir = ctx.broadcast_object(make_run_dir(args.runs_dir, args.env_id, args.exp_name, args.seed)
@@ -253,12 +284,15 @@ def memory_metrics(readout: Mapping[str, float]) -> Dict[str, float]:
 
 def report_end(ctx: DistContext, agent: torch.nn.Module, logger: Any, tables: Mapping[str, Any],
                labels: Mapping[str, str], *, unit: str, estimator: str, recent_returns: Sequence[float],
-               global_step: int, start_time: float) -> float:
+               global_step: int, start_time: float, training_s: Optional[float] = None) -> float:
     """The end of a run, on every rank: check that the ranks' parameters are identical, then write (rank
     0's logger) each credit-assignment backend's phase table -- ``tables`` and ``labels`` by backend name,
     ``unit`` what a table row counts ("iterations", "updates"), ``estimator`` what the backend computes
     ("GAE", "vtrace") -- and the last line: global step, the average return of every rank's last
-    episodes, wall time since ``start_time``.  Returns that average (NaN without episodes)."""
+    episodes, ``wall W s this segment`` (seconds since ``start_time``, this process's iterations) and, given
+    ``training_s`` (the run's :class:`~rltrain.wallclock.TrainingClock`: every ``--resume`` segment, evaluation
+    left out, the last ``charts/wall_s``), ``S s of training in all``.  Returns that average (NaN without
+    episodes)."""
     ctx.check_replicas(agent)
     if ctx.has_peers:
         logger.write(f"parameters identical on all {ctx.world_size} ranks")
@@ -269,9 +303,23 @@ def report_end(ctx: DistContext, agent: torch.nn.Module, logger: Any, tables: Ma
     for name, table in tables.items():
         logger.write(f"\nphase table ({table.iterations} {unit}, {estimator} backend {labels[name]}{of_rank0}):\n"
                      f"{table.format()}")
+    in_all = f", {training_s:.1f}s of training in all (charts/wall_s)" if training_s is not None else ""
     logger.write(f"global step {global_step}, average return (last {recent['episodes/recent_count']:.0f} episodes) "
-                 f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s")
+                 f"{avg_return:.1f}, wall {time.perf_counter() - start_time:.1f}s this segment{in_all}")
     return avg_return
+
+
+def checkpoint_due(every: int, iteration: int, interrupted: bool) -> bool:
+    """Whether ``checkpoints/latest.pt`` is written after ``iteration``: every ``every`` iterations
+    (``--checkpoint-every``; 0: never) and, whatever ``every`` is, after the iteration a Ctrl-C stopped
+    the run at, so that a stopped run can always be resumed."""
+    return bool(every and iteration % every == 0) or interrupted
+
+
+def interrupted_line(unit: str, iteration: int, checkpoint: Path) -> str:
+    """The console line of a run stopped by Ctrl-C: the last finished ``iteration`` (the one ``checkpoint``
+    holds, ``unit`` "iteration" or "update") and the command's flag that continues from it."""
+    return f"interrupted at {unit} {iteration}; continue with --resume {checkpoint}"
 
 
 def run_main(main: Callable[[Any, DistContext], Any], cli: Callable[[], Any],

@@ -10,8 +10,9 @@ Two kinds of rules:
 * **field rules** (:data:`FIELD_RULES`): one :class:`Rule` per field name, shared by every trainer
   that has a field of that name (``learning_rate`` is declared once for PPO and IMPALA).  A rule
   also rejects a value of the wrong type (a YAML preset's ``1e7`` is a string) and NaN/inf.
-* **relations** (:data:`RELATIONS`): checks across fields (divisibility, one batch at least), run
-  after every field rule has passed, each only where the ``Args`` has all the fields it reads.
+* **relations** (:data:`RELATIONS`): checks across fields (divisibility, one batch at least, a network
+  that fits the environment's observations), run after every field rule has passed, each only where the
+  ``Args`` has all the fields it reads.
   The learner batch comes from the ``Args``' own ``learner_batch()`` method
   (:class:`rltrain.minibatches.LearnerBatch`), so the geometry of each trainer is stated once, in it.
 
@@ -91,6 +92,13 @@ def sizes() -> Rule:
     return Rule("one or more integers >= 1", lambda v: len(v) > 0 and all(_is_int(x) and x >= 1 for x in v))
 
 
+def safe_name() -> Rule:
+    """One path component of letters, digits, ``.``, ``_``, ``+``, ``=``, ``-``, starting with a letter or
+    digit: no path separator, no ``..``, no hidden or empty name (``--exp-name`` names a run folder)."""
+    return Rule("a name of letters, digits, '.', '_', '+', '=', '-' starting with a letter or digit (no '/')",
+                lambda v: isinstance(v, str) and v[:1].isalnum() and all(c.isalnum() or c in "._+=-" for c in v))
+
+
 def optional(rule: Rule) -> Rule:
     """``rule``, or unset (``None``)."""
     return Rule(f"{rule.requirement} (or unset)", lambda v: v is None or rule.holds(v))
@@ -131,6 +139,7 @@ def validate(args: Any) -> None:
 
 # ----------------------------------------------------------------------------- every trainer
 for _field, _rule in {
+    "exp_name": safe_name(),  # part of the run folder's name
     "seed": between(0, 2**30, integer=True),  # EnvPool seeds are int32; IMPALA adds an offset per actor
     "checkpoint_every": at_least(0),
     "eval_every": at_least(0),
@@ -218,6 +227,24 @@ def _learner_batch_within_an_actor(args) -> Optional[str]:
     if args.learner_batch_envs > width:
         return (f"--learner-batch-envs must be in [0, num_envs / num_actors = {width}] (0: {width}), "
                 f"got {args.learner_batch_envs}")
+    if args.learner_batch_envs and width % args.learner_batch_envs:  # batches would straddle rounds of the envs
+        return (f"--learner-batch-envs {args.learner_batch_envs} must divide an actor's envs (num_envs / num_actors "
+                f"= {width}), so that every round of them makes whole learner batches")
+    return None
+
+
+IMAGE_NETWORKS = ("nature_cnn", "impala_resnet")
+
+
+@relation("agent", "env_id")
+def _network_fits_the_observations(args) -> Optional[str]:
+    if args.agent in IMAGE_NETWORKS:
+        from envs import spec_info  # the env's spaces from EnvPool's spec, no env made
+
+        shape = spec_info(args.env_id, 1).obs_shape
+        if len(shape) != 3:
+            return (f"--agent {args.agent} needs image observations [C, H, W]; {args.env_id}'s have shape "
+                    f"{tuple(shape)}: use --agent mlp (or auto)")
     return None
 
 

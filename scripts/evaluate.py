@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 
 from agents import make_agent  # noqa: E402
 from envs import ObsNormalizer  # noqa: E402
-from rltrain.checkpoint import load_checkpoint  # noqa: E402
-from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
+from rltrain.checkpoint import load_checkpoint, origin_of, require_keys  # noqa: E402
+from rltrain.config import exit_on_config_error  # noqa: E402
 from rltrain.evaluation import AgentPolicy, VideoRecorder, evaluate, make_eval_envs  # noqa: E402
 from rltrain.machine import machine_info  # noqa: E402
 from rltrain.runtime import select_device  # noqa: E402
@@ -85,13 +85,8 @@ def main(args: Args, command: Optional[str] = None) -> Dict[str, Any]:
     """Play ``args.episodes`` full episodes; the report (``--json``) holds the scores, their summary, the
     checkpoint's step and training seconds, ``meta`` (machine, versions, date) and ``command``."""
     validate(args)
-    try:
-        ckpt = load_checkpoint(args.checkpoint)
-    except FileNotFoundError as e:
-        raise ConfigError(str(e)) from None
-    if not isinstance(ckpt, dict) or not {"args", "model"} <= set(ckpt):
-        raise ConfigError(f"{args.checkpoint} is not a checkpoint of scripts/ppo.py or scripts/impala.py "
-                          f"(it needs 'args' and 'model')")
+    ckpt = load_checkpoint(args.checkpoint)  # a file that is not a whole checkpoint: ConfigError naming it
+    require_keys(ckpt, args.checkpoint, ("args", "model"))
     saved = ckpt["args"]
     recorder = VideoRecorder(args.video, args.fps) if args.video else None  # a missing codec fails here
     device = select_device(args.cuda)
@@ -109,7 +104,7 @@ def main(args: Args, command: Optional[str] = None) -> Dict[str, Any]:
     envs.close() if hasattr(envs, "close") else None
     report = {
         "checkpoint": str(args.checkpoint), "env_id": saved["env_id"],
-        "trainer": "impala" if "correction" in saved else "ppo", "exp_name": saved.get("exp_name"),
+        "trainer": origin_of(ckpt).trainer, "exp_name": saved.get("exp_name"),
         "global_step": ckpt.get("global_step"), "wall_s": ckpt.get("wall_s"),
         "policy": "greedy" if args.greedy else "sampled", "seed": args.seed, "device": str(device),
         "video": args.video, "command": command, "meta": machine_info(device), **result.summary(),

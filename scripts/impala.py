@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal, Optional, Tuple
+from typing import ClassVar, Literal, Optional, Tuple
 
 import numpy as np
 import torch
@@ -60,6 +60,7 @@ from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
                              memory_metrics, report_end, run_main, start_run)
+from rltrain.trainer import interrupted_line  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -69,6 +70,7 @@ from rltrain.wallclock import TrainingClock  # noqa: E402
 class Args(ExperimentArgs):
     """IMPALA on EnvPool.  Flags override ``--config`` presets, which override these defaults."""
 
+    TRAINER: ClassVar[str] = "impala"  # recorded in its checkpoints: --resume continues IMPALA's only
     exp_name: str = "impala"
     """name of this experiment (part of the run folder name)"""
     # --- environment / actors ---
@@ -334,6 +336,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     start_time, start_step = time.perf_counter(), global_step
     clock.start()
     update, in_update, interrupted, stop_all = start_update, False, False, False
+    done = start_update  # the last update whose optimizer step is complete: what a checkpoint can hold
 
     assign = partial(assign_credit, args, credit, timer)
 
@@ -374,6 +377,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
             t0 = time.perf_counter()
             traj = pool.get()
             learner_wait = time.perf_counter() - t0
+            in_update = True
             global_step += global_batch
             with torch.no_grad():
                 valid_versions = traj.versions[traj.valid]
@@ -381,7 +385,6 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                 lag_stats = torch.stack([lag.float().mean(), lag.max().float()]) if lag.numel() else None
 
             # -------------------------------------------------------- update(s) on the batch
-            in_update = True
             mb_stats = []
             whole_batch = args.advantage_recompute != "minibatch"
             for epoch in range(args.update_epochs):
@@ -407,6 +410,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                 scheduler.step()
                 if update % args.param_refresh_every == 0:
                     params.publish(agent, update)
+            done = update
             in_update = False
 
             # -------------------------------------------------------- once-per-update readout
@@ -479,9 +483,11 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
         if ctx.is_distributed and not stop_all:  # a second Ctrl-C on this rank: out at once
             raise
         interrupted = True
-        logger.write(f"interrupted at update {update}; stopping the actors")
-        if args.checkpoint_every and not in_update:  # a consistent state: keep it for --resume
-            checkpoint(run_dir / "checkpoints" / "latest.pt", update - 1)
+        if in_update:  # a second Ctrl-C in the middle of an update: nothing consistent to keep
+            logger.write(f"interrupted during update {update}; no checkpoint written")
+        else:  # the updates up to `done`, whatever --checkpoint-every says: kept for --resume
+            checkpoint(run_dir / "checkpoints" / "latest.pt", done)
+            logger.write(interrupted_line("update", done, run_dir / "checkpoints" / "latest.pt"))
     finally:
         pool.close()
         interrupt.restore()
@@ -494,7 +500,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     if args.save_model and not interrupted:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_updates)
     avg_return = report_end(ctx, agent, logger, tables, credit.labels, unit="updates", estimator=args.correction,
-                            recent_returns=recent_returns, global_step=global_step, start_time=start_time)
+                            recent_returns=recent_returns, global_step=global_step, start_time=start_time,
+                            training_s=clock.seconds())
     logger.close()
     return {"run_dir": str(run_dir), "global_step": global_step, "avg_return": avg_return,
             "iterations": sum(table.iterations for table in tables.values()), "interrupted": interrupted}

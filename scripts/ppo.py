@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Literal, Optional, Tuple
+from typing import Callable, ClassVar, Literal, Optional, Tuple
 
 import numpy as np
 import torch
@@ -65,6 +65,7 @@ from rltrain.runtime import compiled, set_torch_threads  # noqa: E402
 from rltrain.seeding import seed_everything  # noqa: E402
 from rltrain.trainer import (TrainerState, episode_metrics, iteration_readout, parse_trainer_args,  # noqa: E402
                              memory_metrics, report_end, run_main, start_run)
+from rltrain.trainer import checkpoint_due, interrupted_line  # noqa: E402
 from rltrain.timers import PhaseTable, PhaseTimer, group_totals, overlapped_phases  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 from rltrain.wallclock import TrainingClock  # noqa: E402
@@ -74,6 +75,7 @@ from rltrain.wallclock import TrainingClock  # noqa: E402
 class Args(ExperimentArgs):
     """PPO on EnvPool.  Flags override ``--config`` presets, which override these defaults."""
 
+    TRAINER: ClassVar[str] = "ppo"  # recorded in its checkpoints: --resume continues PPO's only
     exp_name: str = "ppo"
     """name of this experiment (part of the run folder name)"""
     # --- environment ---
@@ -470,12 +472,11 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
             logger.progress(sps=metrics["perf/iteration_sps"], ret=metrics.get("charts/avg_episodic_return"))
             tables[credit.name].add(secs, wall, overlapped)  # this rank's phases: they add up to its wall clock
 
-            if args.checkpoint_every and (iteration % args.checkpoint_every == 0 or g["interrupted"]):
+            if checkpoint_due(args.checkpoint_every, iteration, bool(g["interrupted"])):  # Ctrl-C: always
                 checkpoint(run_dir / "checkpoints" / "latest.pt", iteration)
             if g["interrupted"]:  # a Ctrl-C on any rank: every rank stops after this iteration
                 interrupted = True
-                resume = f"; continue with --resume {run_dir / 'checkpoints' / 'latest.pt'}"
-                logger.write(f"interrupted at iteration {iteration}" + (resume if args.checkpoint_every else ""))
+                logger.write(interrupted_line("iteration", iteration, run_dir / "checkpoints" / "latest.pt"))
                 break
     finally:
         if rollouts is not None:
@@ -485,7 +486,8 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
     if args.save_model and not interrupted:
         checkpoint(run_dir / "checkpoints" / "final.pt", num_iterations)
     avg_return = report_end(ctx, agent, logger, tables, credit.labels, unit="iterations", estimator="GAE",
-                            recent_returns=recent_returns, global_step=global_step, start_time=start_time)
+                            recent_returns=recent_returns, global_step=global_step, start_time=start_time,
+                            training_s=clock.seconds())
     logger.close()
     envs.close() if envs is not None else None
     evaluation.close() if evaluation is not None else None

@@ -1,8 +1,9 @@
 """Time-to-score of training runs: when the average return first reaches each threshold, and curves.
 
     python scripts/time_to_score.py runs/Pong-v5__ppo__* runs/Breakout-v5__ppo__* \\
-        --thresholds Pong-v5=20 Breakout-v5=300,400 --out docs/results/time_to_score.json
-    python scripts/time_to_score.py runs/Pong-v5__preset__3__* --merge docs/results/time_to_score.json
+        --thresholds Pong-v5=20 Breakout-v5=300,400                # writes runs/time_to_score.json
+    python scripts/time_to_score.py runs/Pong-v5__preset__3__* --merge docs/results/time_to_score.json \\
+        --out docs/results/time_to_score.json                     # the recorded results, on purpose
 
 For each run folder (``metrics.jsonl`` of scripts/ppo.py or scripts/impala.py) it finds the first
 iteration whose ``charts/avg_episodic_return`` (mean of the last 100 episodes) is >= each threshold,
@@ -11,7 +12,9 @@ segments).  Runs of one game with one ``--exp-name`` are seeds of one configurat
 their median, min and max, and ``learning_curves_<env>.png`` beside it shows return against steps
 and against minutes (median line, min-max band).  Each run keeps its machine (the ``machine.json`` the
 trainers write: device, driver, CPU cores, versions, date), command, crossings and whole curve, so a
-later call can ``--merge`` this document with new run folders and draw every curve again.
+later call can ``--merge`` this document with new run folders and draw every curve again.  The JSON
+goes beside the run folders (``runs/time_to_score.json``) unless ``--out`` names another file, so
+the recorded results in ``docs/results/`` change only when ``--out`` asks for them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import tyro
 
@@ -45,8 +48,9 @@ class Args:
     """OLD=NEW: count runs named OLD (--exp-name) as seeds of NEW, e.g. a search trial that trained the preset"""
     thresholds: List[str] = field(default_factory=lambda: ["Pong-v5=20", "Breakout-v5=300,400"])
     """VALUE[,VALUE] for every game or ENV_ID=VALUE[,VALUE] for one"""
-    out: str = "docs/results/time_to_score.json"
-    """the JSON to write; the PNG learning curves go beside it"""
+    out: Optional[str] = None
+    """the JSON to write; the PNG learning curves go beside it (default: time_to_score.json in the folder of the
+    first run folder, e.g. runs/; needed when only --merge documents are given)"""
     plots: bool = True
     """write the PNG learning curves"""
 
@@ -69,6 +73,15 @@ def _defaults(run: Run) -> Dict:
         return defaults
     except (FileNotFoundError, AttributeError, ConfigError):
         return {}
+
+
+def output_path(args: Args) -> Path:
+    """``--out``, or ``time_to_score.json`` beside the first run folder: never a tracked results file by default."""
+    if args.out:
+        return Path(args.out)
+    if not args.runs:
+        raise ConfigError("--out is needed when no run folder is given (only --merge documents)")
+    return Path(args.runs[0]).resolve().parent / "time_to_score.json"
 
 
 def main(args: Args) -> dict:
@@ -97,7 +110,7 @@ def main(args: Args) -> dict:
     # a merged run keeps the command it was stored with (its few stored args cannot rebuild it)
     commands = {r.run_dir: command_line(r, _defaults(r)) for r in runs if r.args and r.command is None}
     doc = summarize(runs, thresholds, commands)
-    out = Path(args.out)
+    out = output_path(args)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.plots:
         doc["plots"] = [str(p) for p in plot(runs, thresholds, out.parent)]

@@ -4,6 +4,7 @@ and the project's text speaks of the software only."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -90,6 +93,70 @@ def test_docs_stay_within_their_limits():
     assert len(files) < 60 and sum(p.stat().st_size for p in files) < 3 * 2**20  # two short game videos included
     assert len((ROOT / "README.md").read_text().splitlines()) <= 110
     assert len((ROOT / "docs" / "perf.md").read_text().splitlines()) <= 300
+
+
+def test_the_readme_names_every_make_entry_point():
+    """The Makefile's targets a user runs (``.PHONY`` less its plumbing) each appear as ``make <target>``."""
+    phony = re.search(r"^\.PHONY: (.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1).split()
+    readme = (ROOT / "README.md").read_text()
+    missing = [t for t in phony if t not in ("venv", "clean") and not re.search(rf"make {t}(?![\w-])", readme)]
+    assert phony and not missing, missing
+
+
+def test_the_license_file_is_the_license_pyproject_declares():
+    assert re.search(r'^license = \{ text = "MIT" \}$', (ROOT / "pyproject.toml").read_text(), re.MULTILINE)
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n") and "Copyright (c) " in text and "rltrain contributors" in text
+    assert "Permission is hereby granted, free of charge" in text and 'THE SOFTWARE IS PROVIDED "AS IS"' in text
+
+
+def test_the_credit_assignment_metrics_are_documented():
+    """Every metric of a shadowed iteration (``CreditAssignment.end_iteration``) and PPO's ``perf/ca_s`` (the
+    phase ``ca`` as a group) are named in docs/training.md's metrics table."""
+    import torch
+
+    from rltrain.credit import CreditAssignment
+    from rltrain.timers import PhaseTimer, group_totals
+
+    timer = PhaseTimer("cpu")
+    credit = CreditAssignment("loop", torch.device("cpu"), timer, "ca", shadow="sequential", shadow_every=1)
+    credit.start_iteration(1)
+    g = torch.Generator().manual_seed(0)
+    credit.gae(torch.randn(8, 2, generator=g), torch.randn(8, 2, generator=g), torch.zeros(8, 2, dtype=torch.bool),
+               torch.randn(2, generator=g), gamma=0.99, lam=0.95)
+    secs = timer.read()
+    logged = {*credit.end_iteration(secs, wall=1.0), *(f"perf/{k}_s" for k in group_totals(secs))}
+    assert {"perf/ca_s", "perf/ca_shadow_wall_s", "perf/ca_kernel_speedup"} <= logged
+    doc = (ROOT / "docs" / "training.md").read_text()
+    undocumented = sorted(m for m in logged if f"`{m}`" not in doc and not m.startswith("check/ca_rel_err_"))
+    assert not undocumented, undocumented
+
+
+def _flag_rows(doc: str):
+    """``(flags, default, what)`` of each row of docs/training.md's flags table."""
+    table = doc.split("## Flags", 1)[1].split("\n\n| preset |", 1)[0]
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        flags = re.findall(r"`(--[a-z-]+)", cells[0]) if len(cells) == 3 else []
+        if flags:
+            yield flags, cells[1], cells[2]
+
+
+def test_a_flag_of_one_trainer_shows_no_default_for_the_other():
+    """Defaults read PPO / IMPALA: a one-flag row whose flag only one trainer has gives ``-`` for the other and
+    says whose it is (``--graph-update`` is PPO's only, though a preset turns it on)."""
+    fields = {name: {f.name for f in dataclasses.fields(load_script(name).Args)} for name in ("ppo", "impala")}
+    checked = 0
+    for flags, default, what in _flag_rows((ROOT / "docs" / "training.md").read_text()):
+        name = flags[0][2:].replace("-", "_")
+        owners = [t for t in ("ppo", "impala") if name in fields[t]]
+        if len(flags) != 1 or len(owners) != 1:
+            continue
+        ppo_default, _, impala_default = default.partition(" / ")
+        other = impala_default if owners == ["ppo"] else ppo_default
+        assert other == "-" and what.startswith(owners[0].upper()), (flags, default, what)
+        checked += 1
+    assert checked >= 6
 
 
 def test_relative_links_in_the_docs_resolve():

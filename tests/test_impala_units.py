@@ -323,25 +323,38 @@ def test_bad_input(tmp_path):
         impala.main(impala.cli(["--runs-dir", str(tmp_path), "--env-id", "Pendulum-v1", "--correction", "retrace"]))
 
 
-def test_ctrl_c_shuts_down_cleanly_and_keeps_checkpoint(tmp_path):
+def test_ctrl_c_without_checkpoint_every_keeps_the_last_update_and_names_it(tmp_path):
+    """Ctrl-C shuts the actors down (exit 0, no hang) and, with no --checkpoint-every, ``latest.pt`` holds the
+    last finished update; the line names that update and the --resume path, and the resumed run goes on
+    from its global step."""
+    impala = load_script("impala")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    batch = 4 * 8  # envs x steps of a learner batch
     p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "impala.py"), "--runs-dir", str(tmp_path),
-                          "--no-progress", "--checkpoint-every", "5", "--total-timesteps", "100000000"],
+                          "--no-progress", "--num-envs", "4", "--num-steps", "8", "--total-timesteps", "100000000"],
                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and not list(tmp_path.glob("*/checkpoints/latest.pt")):
-        time.sleep(0.2)
-    time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
     try:
-        out, _ = p.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
+        deadline = time.time() + 90
+        while not any(len(m.read_text().splitlines()) >= 2 for m in tmp_path.glob("*/metrics.jsonl")):
+            assert p.poll() is None and time.time() < deadline, "the trainer did not start updating"
+            time.sleep(0.1)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
         p.kill()
-        pytest.fail("impala.py hung after Ctrl-C")
     assert p.returncode == 0, out[-2000:]
-    assert "interrupted" in out
     (ckpt,) = tmp_path.glob("*/checkpoints/latest.pt")
-    assert torch.load(ckpt, weights_only=False)["iteration"] >= 5
+    saved = torch.load(ckpt, weights_only=False)
+    rows = _metrics(ckpt.parents[1])
+    done = saved["iteration"]
+    assert done == rows[-1]["charts/iteration"] == len(rows) >= 2
+    assert saved["global_step"] == rows[-1]["global_step"] == done * batch
+    assert f"interrupted at update {done}; continue with --resume {ckpt}\n" in out
+    out2 = impala.main(impala.cli(["--resume", str(ckpt), "--total-timesteps", str((done + 2) * batch),
+                                   "--no-progress"]))
+    assert out2["global_step"] == (done + 2) * batch
+    assert [(r["charts/iteration"], r["global_step"]) for r in _metrics(ckpt.parents[1])[done:]] == [
+        (done + 1, (done + 1) * batch), (done + 2, (done + 2) * batch)]
 
 
 def test_actor_stacks_atari_frames_as_envpool():

@@ -16,6 +16,7 @@ import torch
 
 from conftest import load_script, needs_mujoco
 from rltrain.config import ConfigError
+from rltrain.trainer import run_main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "ppo.py"
@@ -161,10 +162,11 @@ def test_resume_after_kill(tmp_path):
 
 
 def test_ctrl_c_finishes_the_iteration_keeps_a_checkpoint_and_resumes(tmp_path):
-    """The first Ctrl-C stops the run after its iteration with a checkpoint of that iteration (exit 0);
-    --resume goes on from it without losing an iteration."""
+    """The first Ctrl-C stops the run after its iteration with a checkpoint of that iteration (exit 0), also
+    without --checkpoint-every, and says where it is; --resume goes on from its global step without losing
+    an iteration."""
     flags = ["--num-envs", "4", "--num-steps", "32", "--total-timesteps", str(4 * 32 * 400),
-             "--checkpoint-every", "1000", "--ca-backend", "loop", "--no-progress"]
+             "--ca-backend", "loop", "--no-progress"]
     proc = subprocess.Popen([sys.executable, str(SCRIPT), "--runs-dir", str(tmp_path / "runs"), *flags],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 120
@@ -177,13 +179,17 @@ def test_ctrl_c_finishes_the_iteration_keeps_a_checkpoint_and_resumes(tmp_path):
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out[-3000:]
     (ckpt,) = (tmp_path / "runs").glob("*/checkpoints/latest.pt")
-    stopped = torch.load(ckpt, weights_only=False)["iteration"]
-    assert 2 <= stopped < 400 and f"interrupted at iteration {stopped}; continue with --resume" in out
-    logged = [row["charts/iteration"] for row in metrics(ckpt.parents[1])]
-    assert logged == list(range(1, stopped + 1))  # the last iteration finished, logged and kept
+    saved = torch.load(ckpt, weights_only=False)
+    stopped = saved["iteration"]
+    assert 2 <= stopped < 400 and f"interrupted at iteration {stopped}; continue with --resume {ckpt}\n" in out
+    logged = metrics(ckpt.parents[1])
+    assert [row["charts/iteration"] for row in logged] == list(range(1, stopped + 1))  # finished, logged, kept
+    assert saved["global_step"] == logged[-1]["global_step"] == stopped * 4 * 32
     r = run_cli(tmp_path, "--resume", str(ckpt), "--total-timesteps", str(4 * 32 * (stopped + 2)))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert [row["charts/iteration"] for row in metrics(ckpt.parents[1])] == list(range(1, stopped + 3))
+    resumed = metrics(ckpt.parents[1])[stopped:]  # the resumed segment's rows go on from the saved step
+    assert [(row["charts/iteration"], row["global_step"]) for row in resumed] == [
+        (stopped + 1, saved["global_step"] + 4 * 32), (stopped + 2, saved["global_step"] + 2 * 4 * 32)]
 
 
 def test_default_step_budget_fits_any_number_of_envs():
@@ -217,6 +223,35 @@ def test_bad_input_cli_exit_code(tmp_path):
         ppo.cli(["--config", str(unknown)])
     r = run_cli(tmp_path, "--env-id", "Pong-v6")
     assert r.returncode == 2 and "Pong-v5" in r.stderr
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--agent", "nature_cnn"], "--agent nature_cnn needs image observations [C, H, W]; CartPole-v1's have shape (4,): "
+                                "use --agent mlp (or auto)"),
+    (["--runs-dir", "{tmp}/a_file/runs"], "--runs-dir {tmp}/a_file/runs: cannot create the run folder "
+                                          "{tmp}/a_file/runs/CartPole-v1__ppo__1__"),
+    (["--runs-dir", "/proc/nope"],
+     "--runs-dir /proc/nope: cannot create the run folder /proc/nope/CartPole-v1__ppo__1__"),
+    (["--exp-name", "a/b"], "--exp-name must be a name of letters, digits, '.', '_', '+', '=', '-' starting with a "
+                            "letter or digit (no '/'), got 'a/b'"),
+    (["--config", "{tmp}/empty.yaml"], "config file {tmp}/empty.yaml sets no field (it is empty or holds only "
+                                       "comments); write field: value lines, or leave --config out"),
+])
+def test_bad_input_is_exit_2_with_one_line_and_no_run_folder(tmp_path, capsys, flags, message):
+    """What the script's ``__main__`` runs: ``error: <message>`` on stderr, exit status 2, no traceback, and
+    no run folder in --runs-dir."""
+    if "/proc/nope" in flags and not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    (tmp_path / "a_file").write_text("a file, not a folder\n")
+    (tmp_path / "empty.yaml").write_text("# nothing set\n")
+    flags = [f.format(tmp=tmp_path) for f in flags]
+    runs = ["--runs-dir", str(tmp_path / "runs")] if "--runs-dir" not in flags else []
+    with pytest.raises(SystemExit) as e:
+        run_main(ppo.main, lambda: ppo.cli([*runs, *TINY, "--total-timesteps", "32", *flags]))
+    assert e.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: " + message.format(tmp=tmp_path)), line
+    assert not (tmp_path / "runs").exists()
 
 
 def test_nan_loss_stops_and_keeps_checkpoint(tmp_path):

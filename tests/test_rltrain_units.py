@@ -4,6 +4,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -71,7 +72,7 @@ def test_checkpoint_atomic(tmp_path):
         save_checkpoint({"x": Boom()}, path)  # a failed write keeps the old file
     assert load_checkpoint(path)["step"] == 2
     assert [p.name for p in path.parent.iterdir()] == ["latest.pt"]
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ConfigError, match="checkpoint not found"):
         load_checkpoint(tmp_path / "missing.pt")
 
 
@@ -157,8 +158,10 @@ def test_trainer_state_roundtrip_and_resume_defaults(tmp_path):
 
     @dataclass
     class Args:
+        TRAINER: ClassVar[str] = "ppo"
         learning_rate: float = 0.1
         num_envs: int = 4
+        env_id: str = "CartPole-v1"
         resume: str = ""
         config: str = ""
 

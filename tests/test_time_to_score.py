@@ -4,6 +4,7 @@ the training clock behind charts/wall_s, continued across --resume."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -97,6 +98,25 @@ def test_script_writes_json_and_pngs(tmp_path):
     assert (tmp_path / "results" / "learning_curves_Breakout-v5.png").stat().st_size > 0
 
 
+def test_the_json_goes_beside_the_runs_unless_out_names_a_file(tmp_path, monkeypatch):
+    """Without --out a call never writes over the recorded docs/results/time_to_score.json (nor any file
+    outside the runs folder); --merge of that document keeps working with --out."""
+    monkeypatch.chdir(tmp_path)  # a checkout's layout: docs/results/ beside runs/
+    recorded = tmp_path / "docs" / "results" / "time_to_score.json"
+    recorded.parent.mkdir(parents=True)
+    run = write_run(tmp_path / "runs", "Pong-v5", "ppo", 1, [(1, 100, 60.0, -21.0), (2, 200, 120.0, 20.0)])
+    tts_script.main(tts_script.Args(runs=[str(run)], thresholds=["Pong-v5=20"], out=str(recorded), plots=False))
+    kept = recorded.read_bytes()
+    again = write_run(tmp_path / "runs", "Pong-v5", "ppo", 2, [(1, 100, 60.0, -21.0), (2, 200, 180.0, 20.0)])
+    doc = tts_script.main(tts_script.Args(runs=["runs/" + again.name], merge=[str(recorded)],
+                                          thresholds=["Pong-v5=20"], plots=False))
+    assert recorded.read_bytes() == kept
+    assert json.loads((tmp_path / "runs" / "time_to_score.json").read_text())["groups"] == doc["groups"]
+    assert doc["groups"][0]["seeds"] == [1, 2]  # the merged run and the new one
+    with pytest.raises(ConfigError, match="--out is needed when no run folder is given"):
+        tts_script.main(tts_script.Args(runs=[], merge=[str(recorded)], plots=False))
+
+
 def test_training_clock_leaves_pauses_out(monkeypatch):
     now = [100.0]
     monkeypatch.setattr(wallclock.time, "perf_counter", lambda: now[0])
@@ -110,13 +130,20 @@ def test_training_clock_leaves_pauses_out(monkeypatch):
     assert clock.seconds() == 40.0 + 30.0 - 15.0
 
 
-def test_wall_s_continues_across_resume(tmp_path):
+def test_wall_s_continues_across_resume(tmp_path, capsys):
+    """charts/wall_s goes on from the checkpoint's seconds; the console's last line gives both clocks: the
+    segment's wall time and the run's training seconds in all (the checkpoint's plus this segment's)."""
     flags = ["--runs-dir", str(tmp_path), "--num-envs", "4", "--num-steps", "32", "--no-progress",
              "--checkpoint-every", "2"]
     first = ppo.main(ppo.cli([*flags, "--total-timesteps", str(4 * 32 * 4)]))
     latest = Path(first["run_dir"]) / "checkpoints" / "latest.pt"
     saved_s = torch.load(latest, weights_only=False)["wall_s"]
+    capsys.readouterr()
     ppo.main(ppo.cli(["--resume", str(latest), "--total-timesteps", str(4 * 32 * 8), "--no-progress"]))
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    segment, in_all = re.search(r"wall ([0-9.]+)s this segment, ([0-9.]+)s of training in all \(charts/wall_s\)$",
+                                last).groups()
+    assert float(in_all) == pytest.approx(saved_s + float(segment), abs=0.15)  # both printed to 0.1 s
     rows = [json.loads(line) for line in open(Path(first["run_dir"]) / "metrics.jsonl")]
     walls = [r["charts/wall_s"] for r in rows]
     assert [r["charts/iteration"] for r in rows] == list(range(1, 9))

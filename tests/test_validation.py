@@ -26,7 +26,10 @@ ppo, impala, evaluate_script = load_script("ppo"), load_script("impala"), load_s
 TRAINERS = {"ppo": ppo, "impala": impala}
 
 # field -> (a value that breaks its rule, what the message must say)
+EXP_NAME = ("--exp-name must be a name of letters, digits, '.', '_', '+', '=', '-' starting with a letter or digit "
+            "(no '/')")
 BAD = {
+    "exp_name": ("a/b", f"{EXP_NAME}, got 'a/b'"),
     "seed": (-1, "--seed must be an integer in [0, 1073741824], got -1"),
     "checkpoint_every": (-1, "--checkpoint-every must be an integer >= 0, got -1"),
     "eval_every": (-2, "--eval-every must be an integer >= 0, got -2"),
@@ -117,6 +120,18 @@ def test_trainer_main_rejects_before_building_anything(script, flag, value, mess
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("name", ["a/b", "../runs", "..", ".hidden", "", "two words", "a\\b"])
+def test_an_exp_name_that_is_not_one_folder_name_is_refused(name):
+    with pytest.raises(ConfigError) as e:
+        validate(ppo.cli(["--exp-name", name]))
+    assert str(e.value) == f"{EXP_NAME}, got {name!r}"
+
+
+def test_exp_names_in_use_are_accepted():
+    for name in ("ppo", "preset-eager", "trial0", "impala-preset", "lr_3e-4", "v1.2+fix", "seed=3"):
+        validate(ppo.cli(["--exp-name", name]))
+
+
 def test_preset_of_the_wrong_type_is_named(tmp_path):
     preset = tmp_path / "p.yaml"
     preset.write_text("total_timesteps: 1e7\n")  # YAML reads 1e7 as a string
@@ -154,6 +169,17 @@ GRAPH_OR_COMPILE = ("--graph-update and --compile each cut the update's launches
      "--num-minibatches 3 does not divide the batch of 4 env columns (learner_batch_envs, or num_envs / num_actors)"),
     ("impala", ["--num-envs", "8", "--num-actors", "2", "--learner-batch-envs", "5"],
      "--learner-batch-envs must be in [0, num_envs / num_actors = 4] (0: 4), got 5"),
+    ("impala", ["--num-envs", "16", "--learner-batch-envs", "5"],  # 16 = 5 + 5 + 5 + 1: batches across rounds
+     "--learner-batch-envs 5 must divide an actor's envs (num_envs / num_actors = 16), so that every round of them "
+     "makes whole learner batches"),
+    ("ppo", ["--agent", "nature_cnn"],
+     "--agent nature_cnn needs image observations [C, H, W]; CartPole-v1's have shape (4,): use --agent mlp (or auto)"),
+    ("impala", ["--env-id", "Acrobot-v1", "--agent", "impala_resnet"],
+     "--agent impala_resnet needs image observations [C, H, W]; Acrobot-v1's have shape (6,): use --agent mlp "
+     "(or auto)"),
+    ("ppo", ["--minibatch-size", "7", "--num-minibatches", "4"],  # 7 does not divide 1024 either: the pair is named
+     "--num-minibatches 4 and --minibatch-size 7 disagree: 4 minibatches of 7 steps are 28 steps, a batch is 1024 "
+     "(128 steps x 8 envs); give one of them and set the other to 0"),
     ("ppo", ["--num-envs", "6", "--env-groups", "4"], "--env-groups 4 must divide --num-envs 6"),
     ("ppo", ["--graph-update", "--compile"], GRAPH_OR_COMPILE),
     ("ppo", ["--kl-adaptive-lr", "0.01"], "--kl-adaptive-lr sets the learning rate from the KL after every minibatch "
@@ -175,8 +201,8 @@ def test_minibatch_size_and_count_derive_each_other(n, size, expected):
 
 
 @pytest.mark.parametrize("n,size,message", [
-    (4, 128, "--num-minibatches 4 and --minibatch-size 128 disagree: a batch of 1024 steps in minibatches of 128 "
-             "is 8 minibatches; give one of them and set the other to 0"),
+    (4, 128, "--num-minibatches 4 and --minibatch-size 128 disagree: 4 minibatches of 128 steps are 512 steps, a "
+             "batch is 1024 (128 steps x 8 envs); give one of them and set the other to 0"),
     (0, 0, "--num-minibatches and --minibatch-size are both 0; give one of them"),
     (0, 100, "--minibatch-size 100 does not divide the batch of 1024 steps (128 steps x 8 envs)"),
     (3, 0, "--num-minibatches 3 does not divide the batch of 1024 steps (num_envs * num_steps)"),
