@@ -27,4 +27,9 @@ One job per module:
   turns, checked against the reference, timed, shadowed by a baseline (live Amdahl).
 * :mod:`rltrain.study`      -- the speedup study's arithmetic and tables; :mod:`rltrain.study_plots`
   its figures.
+* :mod:`rltrain.trainer_scripts` -- the trainer programs (scripts/ppo.py, scripts/impala.py) loaded by
+  the tools that run one in their own process.
+* :mod:`rltrain.bench`      -- the benchmarks' shared code (scripts/bench_*.py, compare_rl_triton.py,
+  results_tables.py are its command lines): inputs and checks, timing, the kernels grid, rl-triton's
+  adapters, the trainer and scaling benchmarks, the results tables.
 """

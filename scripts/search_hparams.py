@@ -28,7 +28,8 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
 * **storage** -- an Optuna journal file (``--study-dir``/``<study>.journal``): a search stopped at any
   point resumes with the same command, and its trials can be read back (``--trials 0``).
 * ``--write-best`` writes the best trials, the space and the machine the trials trained on to
-  ``docs/results/hparam_search_<trainer>_<env>.json``, with the command of the best trial.
+  ``docs/results/hparam_search_<trainer>_<env>.json``, each trial with the command it ran and, where
+  today's trainer needs other flags to train it as it ran (``--reproduce``), its ``reproduce`` command.
 
 PPO's space (``PPO_ATARI_SPACE``) holds the seven flags that set the speed of learning at 1024-4096
 envs: learning rate and its annealing horizon (``--total-timesteps``), rollout length, minibatch size
@@ -62,6 +63,7 @@ sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
 from rltrain.config import ConfigError, exit_on_config_error  # noqa: E402
 from rltrain.time_to_score import RETURN, WALL, common_machine, saved_machine  # noqa: E402
+from rltrain.trainer_scripts import load_trainer  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
 # name -> ("float" | "int", low, high, log) or ("categorical", choices); flags of the trainer
@@ -134,6 +136,10 @@ class Args:
     """where --write-best writes (empty: docs/results/hparam_search_<trainer>_<env>.json)"""
     top: int = 5
     """trials listed in the written JSON"""
+    reproduce: str = ""
+    """with --write-best: flags today's trainer needs on top of each listed trial's command to train it as it
+    ran (e.g. --no-graph-update after the preset changed), written as the trial's reproduce command beside
+    the command it ran (empty: the file's earlier reproduce commands of the same study are kept)"""
     start_from_preset: bool = True
     """a new study's first trial trains the preset's own values (where they lie in the space)"""
     quick: bool = False
@@ -146,7 +152,7 @@ def quick_args(args: Args) -> Args:
                 trials=3 if args.trials is None else args.trials, study_name=args.study_name or "quick", study_dir=args.study_dir, seed=args.seed,
                 train_seed=args.train_seed, report_every_s=1.0, startup_trials=1,
                 extra=["--total-timesteps", "200000", *args.extra], write_best=args.write_best,
-                best_out=args.best_out, top=args.top, quick=True)
+                best_out=args.best_out, top=args.top, reproduce=args.reproduce, quick=True)
 
 
 def suggest(trial, space: Dict[str, tuple]) -> Dict[str, Any]:
@@ -306,6 +312,22 @@ def best_document(study, args: Args, space: Dict[str, tuple]) -> Dict[str, Any]:
     }
 
 
+def with_reproduce(doc: Dict[str, Any], flags: str, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """``doc`` (:func:`best_document`) with a ``reproduce`` command for each listed trial: its command (the
+    one it ran) followed by ``flags``, the flags today's trainer needs to train it as it ran; without
+    ``flags``, the one ``previous`` (the file being rewritten) holds for the same trial of the same study,
+    so that a rewrite keeps it."""
+    kept = {}
+    if previous and previous.get("study") == doc["study"]:
+        kept = {t["number"]: t["reproduce"] for t in previous.get("best", []) if t.get("reproduce")}
+    for trial in doc["best"]:
+        if flags.strip():
+            trial["reproduce"] = f"{trial['command']} {flags.strip()}"
+        elif trial["number"] in kept:
+            trial["reproduce"] = kept[trial["number"]]
+    return doc
+
+
 def main(args: Args) -> Dict[str, Any]:
     if args.quick:
         args = quick_args(args)
@@ -323,7 +345,7 @@ def main(args: Args) -> Dict[str, Any]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study_name = args.study_name or f"{args.trainer}_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
     study = make_study(args, study_name)
-    trainer = _load_trainer(args.trainer)
+    trainer = load_trainer(args.trainer)
     config = Path(args.config) if Path(args.config).is_absolute() else ROOT / args.config
 
     def objective(trial) -> float:
@@ -355,21 +377,11 @@ def main(args: Args) -> Dict[str, Any]:
     if args.write_best:
         out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_{args.env_id}.json")
         out.parent.mkdir(parents=True, exist_ok=True)
+        previous = json.loads(out.read_text()) if out.is_file() else None
+        doc = with_reproduce(doc, args.reproduce, previous)
         out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {out}")
     return doc
-
-
-def _load_trainer(name: str):
-    """scripts/<name>.py as a module, for its flag parser (a trial's flags are checked before it starts)."""
-    from importlib import util
-
-    spec = util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
-    if spec.name not in sys.modules:
-        module = util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[spec.name]
 
 
 def _interrupt(signum, frame) -> None:

@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from rltrain.bench import tables as results_tables
 
-import results_tables  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GENERATED = [ROOT / "README.md", ROOT / "docs" / "perf.md", ROOT / "docs" / "study.md", ROOT / "docs" / "training.md"]
 
@@ -65,6 +63,20 @@ def test_kernels_table_reads_each_figure_from_its_row(tmp_path):
     assert "| GAE | 4096 x 128 | `[T, N]` | f32 | 5.2 | 12.1 | 40.0 | 9.2 | 43% | 84.8 (81.0) | 1234 | skip |" in text
     readme = results_tables.kernels_table(_results(tmp_path, rows), cells="readme")
     assert "| GAE | 4096 x 128 | 5.2 | 40.0 | 9.2 | 84.8 (81.0) | 1234 | skip |" in readme
+
+
+def test_rl_triton_table_gives_gae_without_returns_where_the_file_timed_it(tmp_path):
+    def row(est, truncations, **graph):
+        return dict(estimator=est, N=4096, T=128, truncations=truncations, graph=graph, event=graph)
+
+    rows = [row("gae", True, ours=4.0, rl_triton=6.0, ours_no_returns=3.5),
+            row("gae", False, ours=3.0, rl_triton=4.0, ours_no_returns=2.5), row("vtrace", True, ours=5.0, rl_triton=5.5)]
+    text = results_tables.rl_triton_table(_results(tmp_path, rows, rl_triton="0.1.3", kernels_commit="abc"))
+    assert "| GAE | 4096 x 128 | 4.0 / 6.0 | 3.0 / 4.0 | 4.0 / 6.0 | 3.0 / 4.0 | 3.5 / 6.0 | 2.5 / 4.0 |" in text
+    assert "| V-trace | 4096 x 128 | 5.0 / 5.5 | - | 5.0 / 5.5 | - | - | - |" in text
+    assert "fused kernels of commit abc" in text.splitlines()[0]
+    without = results_tables.rl_triton_table(_results(tmp_path, rows[2:], rl_triton="0.1.3"))
+    assert "returns=False" not in without and "| V-trace | 4096 x 128 | 5.0 / 5.5 | - | 5.0 / 5.5 | - |" in without
 
 
 def test_update_rewrites_only_between_the_markers(tmp_path):
