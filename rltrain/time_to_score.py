@@ -259,8 +259,9 @@ def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
               reproduce: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The time-to-score document: per run its machine, command (the one it ran: ``commands``' entry for
     its folder, else its stored one, else rebuilt from its arguments), ``label`` (the configuration it
-    counts as, where not its exp name), ``reproduce``, crossings and curve (every logged point: global
-    step, training seconds, average return); per group (seeds of one configuration) the median, min and
+    counts as, where not its exp name), ``reproduce``, crossings, final point (steps, training seconds,
+    steps per training second, average return) and curve (every logged point: global step, training
+    seconds, average return); per group (seeds of one configuration) the median, min and
     max minutes and steps to each threshold over the seeds that reached it. ``reproduce`` maps a
     configuration to the flags today's trainer needs on top of its runs' commands to train them as they
     ran: their ``reproduce`` is the command with those flags (else the run's stored one, else none).
@@ -283,6 +284,8 @@ def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
             "num_envs": run.args.get("num_envs"), "config": run.args.get("config"), "machine": run.machine,
             "final": {"global_step": int(run.steps[-1]) if len(run.steps) else 0,
                       "wall_s": _finite(run.wall_s[-1]) if len(run.wall_s) else None,
+                      "steps_per_s": _finite(round(run.steps[-1] / run.wall_s[-1], 1))
+                      if len(run.steps) and run.wall_s[-1] > 0 else None,
                       "avg_return": _finite(run.returns[-1]) if len(run.returns) else None,
                       "best_avg_return": _finite(run.returns.max()) if len(run.returns) else None},
             "crossings": crossings,

@@ -173,6 +173,7 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     assert group["thresholds"]["20"]["median_minutes"] == pytest.approx(5.0)  # 4 and 6 minutes
     merged = {r["seed"]: r for r in json.loads(out.read_text())["runs"]}
     assert merged[1]["crossings"]["20"] == {"global_step": 200, "wall_s": 240.0, "minutes": 4.0}
+    assert merged[1]["final"]["steps_per_s"] == pytest.approx(200 / 240.0, abs=0.05)  # 200 steps by 240 s
     assert merged[1]["machine"]["device_name"] == "H100" and "--exp-name trial0" in merged[1]["command"]
     assert (tmp_path / "learning_curves_Pong-v5.png").stat().st_size > 0
     table = markdown(doc).splitlines()  # the generated table of docs/training.md

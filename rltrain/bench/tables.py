@@ -153,7 +153,26 @@ def rl_triton_table(path: Path, cells: str = "all") -> str:
         if skipped:
             figures += [pair(trunc, "graph", "ours_no_returns"), pair(plain, "graph", "ours_no_returns")]
         lines.append(f"| {NAMES[est]} | {N} x {T} | " + " | ".join(figures) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", rl_triton_summary(data["rows"])])
+
+
+def rl_triton_summary(rows: list) -> str:
+    """Every comparison of a file (each cell with and without truncations), by the device time: how many
+    the fused kernels win, per estimator, and the range and geometric mean of rl-triton's time over theirs."""
+    ratios: dict = {}
+    for r in rows:
+        graph = r.get("graph", {})
+        if graph.get("ours") and graph.get("rl_triton"):
+            ratios.setdefault(r["estimator"], []).append(graph["rl_triton"] / graph["ours"])
+    every = [x for values in ratios.values() for x in values]
+    if not every:
+        return "No comparison has a device time for both libraries."
+    per_estimator = "; ".join(f"{NAMES[est]} {sum(x > 1 for x in values)} of {len(values)}, "
+                              f"{min(values):.2f}-{max(values):.2f}x" for est, values in ratios.items())
+    mean = math.exp(sum(map(math.log, every)) / len(every))
+    return (f"Device time: the fused kernels faster in {sum(x > 1 for x in every)} of the {len(every)} comparisons "
+            f"(each cell with and without truncations); rl-triton's time over theirs, geometric mean {mean:.2f}x; "
+            f"per estimator: {per_estimator}.")
 
 
 def trainer_table(path: Path, cells: str = "all") -> str:
