@@ -135,7 +135,7 @@ def rl_triton_table(path: Path, cells: str = "all") -> str:
         return f"{us(row[method].get(ours))} / {us(row[method].get('rl_triton'))}"
 
     lines = [machine(meta) + f" rl-triton {meta.get('rl_triton', '?')}, fused kernels of commit "
-             f"{meta.get('kernels_commit', '?')}; `[N, T]`, {meta.get('dtype', 'f32')}.", ""]
+             f"{meta.get('kernels_commit') or '?'}; `[N, T]`, {meta.get('dtype', 'f32')}.", ""]
     no_returns = " | GAE `returns=False`, with truncations | without" if skipped else ""
     if cells == "readme":
         lines += ["| estimator | N x T | with truncations: fused / rl-triton | without: fused / rl-triton"
