@@ -41,6 +41,28 @@ def check_bootstrap(bootstrap_value, next_values) -> None:
         raise ValueError("bootstrap_value is required unless next_values is given")
 
 
+def check_outputs(**switches) -> dict:
+    """The switches that say which outputs of a two-output estimator a call computes
+    (``advantages=``, ``returns=`` of GAE; ``value_targets=``, ``pg_advantages=`` of V-trace): each a
+    bool, at least one true. Returned as given, for the estimator's options."""
+    for name, value in switches.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    if not any(switches.values()):
+        raise ValueError(" and ".join(f"{name}=False" for name in switches) + " leave nothing to compute: "
+                         "at least one output must be kept")
+    return dict(switches)
+
+
+def selected(*outputs):
+    """The outputs that were computed (``None`` stands for a skipped one), in order: a tuple of
+    several, or the one alone."""
+    kept = tuple(o for o in outputs if o is not None)
+    if not kept:
+        raise ValueError("every output was skipped")
+    return kept if len(kept) > 1 else kept[0]
+
+
 def check_time_dim(time_dim) -> int:
     if isinstance(time_dim, bool) or time_dim not in (0, 1):
         raise ValueError(f"time_dim must be 0 ([T, N]) or 1 ([N, T]), got {time_dim!r}")
@@ -181,9 +203,15 @@ class Batch:
         tensor = self.given[name]
         return None if tensor is None else tensor.reshape(self.N)
 
-    def output(self) -> torch.Tensor:
-        """A new output tensor in the caller's layout and the output dtype."""
-        return torch.empty(self.shape, dtype=self.out_dtype, device=self.device)
+    def output(self, wanted: bool = True) -> Optional[torch.Tensor]:
+        """A new output tensor in the caller's layout and the output dtype; ``None`` where the output
+        is not ``wanted`` (skipped: nothing is allocated)."""
+        return torch.empty(self.shape, dtype=self.out_dtype, device=self.device) if wanted else None
+
+    def output_series(self, out: Optional[torch.Tensor], placeholder: torch.Tensor) -> tuple:
+        """Kernel arguments ``(tensor, stride_t, stride_n)`` of an output (a placeholder, never
+        stored to, where it is skipped)."""
+        return (placeholder, 0, 0) if out is None else (out, *self.strides(out))
 
     def from_time_major(self, result: torch.Tensor) -> torch.Tensor:
         """Convert a ``[T, N]`` result (any dtype) into the caller's layout and output dtype."""
@@ -191,3 +219,9 @@ class Batch:
         if self.one_env:
             return result.reshape(self.T)
         return result if self.time_dim == 0 else result.t().contiguous()
+
+    def from_reference(self, result):
+        """A reference's result (one ``[T, N]`` tensor or a tuple of them) in the caller's layout and dtype."""
+        if isinstance(result, tuple):
+            return tuple(self.from_time_major(r) for r in result)
+        return self.from_time_major(result)

@@ -22,7 +22,9 @@ One job per module:
 * :mod:`rltrain.wallclock`  -- training seconds across ``--resume`` (``charts/wall_s``).
 * :mod:`rltrain.evaluation` -- full episodes with a policy: game scores, video, ``--eval-every``.
 * :mod:`rltrain.time_to_score` -- when a run's average return first reaches a threshold; curves.
-* :mod:`rltrain.trainer_process` -- a trainer script as a child process, stopped at a budget of training seconds.
+* :mod:`rltrain.trainer_process` -- a trainer script as a child process, stopped at a budget of training seconds;
+  ``load_trainer``, the one loader of the trainer programs (scripts/ppo.py, scripts/impala.py) for the tools
+  that run one or read its flags.
 * :mod:`rltrain.atari_scores` -- the 57 Atari games' reference scores: human-normalised scores, the
   Atari-5 estimate, CleanRL's 10M-step PPO scores (``rltrain/data/atari_scores.json``).
 * :mod:`rltrain.atari_suite` -- the Atari suite's state file, results document, table and plot.
@@ -33,4 +35,7 @@ One job per module:
   turns, checked against the reference, timed, shadowed by a baseline (live Amdahl).
 * :mod:`rltrain.study`      -- the speedup study's arithmetic and tables; :mod:`rltrain.study_plots`
   its figures.
+* :mod:`rltrain.bench`      -- the benchmarks' shared code (scripts/bench_*.py, compare_rl_triton.py,
+  results_tables.py are its command lines): inputs and checks, timing, the kernels grid, rl-triton's
+  adapters, the trainer and scaling benchmarks, the results tables.
 """

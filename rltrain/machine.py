@@ -1,8 +1,8 @@
 """Which machine, which versions, when: the ``meta`` every results file carries.
 
 :func:`machine_info` is the one definition of these keys; each benchmark or study adds only its own
-(SM count, commits, rounds, ...) next to them.  ``scripts/results_tables.py`` prints them under its
-tables (``results_tables.machine``) and ``tests/test_docs.py`` requires ``device_name, driver, cuda,
+(SM count, commits from :func:`git_commit`, rounds, ...) next to them.  ``scripts/results_tables.py``
+prints them under its tables (``rltrain.bench.formats.machine``) and ``tests/test_docs.py`` requires ``device_name, driver, cuda,
 torch, triton, date`` in the ``meta`` of every file under ``docs/results/``.
 """
 
@@ -13,13 +13,14 @@ import importlib
 import importlib.metadata
 import platform
 import subprocess
+from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 import torch
 
 from rltrain.runtime import num_cores, select_device
 
-__all__ = ["machine_info", "cpu_model", "nvidia_driver", "package_version", "DRIVER_QUERY_TIMEOUT_S"]
+__all__ = ["machine_info", "cpu_model", "nvidia_driver", "package_version", "git_commit", "DRIVER_QUERY_TIMEOUT_S"]
 
 DRIVER_QUERY_TIMEOUT_S = 10.0
 
@@ -98,3 +99,23 @@ def package_version(name: str) -> Optional[str]:
         return getattr(importlib.import_module(name), "__version__", None)
     except ImportError:
         return None
+
+
+def git_commit(root: Path) -> Optional[str]:
+    """The commit checked out at ``root``, with ``+dirty`` where tracked files differ from it (the figures
+    then come from a tree no commit holds); None where ``root`` is not the top of a git checkout (a copy
+    made with ``git archive`` inside another checkout must not report that checkout's commit)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != Path(root).resolve():
+        return None
+    try:
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return lines[1] + "+unknown"
+    return lines[1] + ("+dirty" if status.returncode != 0 or status.stdout.strip() else "")

@@ -51,11 +51,18 @@ class Run:
     returns: np.ndarray = field(default_factory=lambda: np.zeros(0))
     machine: Dict[str, Any] = field(default_factory=dict)  # where it trained (its latest segment)
     command: Optional[str] = None  # how it was started, where known without its args
+    label: Optional[str] = None  # the configuration it counts as, where not its exp name (--alias)
+    reproduce: Optional[str] = None  # the command that trains it as it ran with today's code, where not its own
+
+    @property
+    def configuration(self) -> str:
+        """What the run is a seed of: its ``label`` where it has one, else its experiment name."""
+        return self.label or self.exp_name
 
     @property
     def group(self) -> str:
-        """Runs of one game and one experiment name are seeds of one configuration."""
-        return f"{self.env_id} {self.exp_name}"
+        """Runs of one game and one configuration are seeds of one configuration."""
+        return f"{self.env_id} {self.configuration}"
 
 
 @dataclass(frozen=True)
@@ -116,20 +123,33 @@ def load_run(run_dir: str | Path) -> Run:
                returns=np.array([r[RETURN] for r in rows], dtype=np.float64), machine=saved_machine(run_dir))
 
 
+def _folder_exp_name(run_dir: str) -> Optional[str]:
+    """The experiment name in a run folder's name (``{env_id}__{exp_name}__{seed}__{timestamp}``)."""
+    parts = Path(run_dir).name.split("__")
+    return parts[1] if len(parts) == 4 else None
+
+
 def runs_from_document(doc: Mapping[str, Any]) -> List[Run]:
     """The runs of a document :func:`summarize` wrote, rebuilt from their stored curves (so results of
-    runs whose folders are gone can be summarised and plotted again beside new ones)."""
+    runs whose folders are gone can be summarised and plotted again beside new ones), with their stored
+    command, ``label`` and ``reproduce``. A document written before labels stored a run's configuration
+    as its ``exp_name``: where that differs from the run folder's name, the folder's is the run's
+    experiment name and the stored one its label."""
     runs = []
     for r in doc.get("runs", []):
         curve = r.get("curve")
         if curve is None:
             raise ValueError(f"run {r.get('run_dir')} has no stored curve (written before curves were kept)")
-        runs.append(Run(r["run_dir"], r["env_id"], r["exp_name"], int(r["seed"]), r["trainer"],
+        exp_name, label = r["exp_name"], r.get("label")
+        if "label" not in r and _folder_exp_name(r["run_dir"]) not in (None, exp_name):
+            exp_name, label = _folder_exp_name(r["run_dir"]), exp_name
+        runs.append(Run(r["run_dir"], r["env_id"], exp_name, int(r["seed"]), r["trainer"],
                         args={k: r[k] for k in ("num_envs", "config") if r.get(k)},
                         steps=np.array(curve["global_step"], dtype=np.int64),
                         wall_s=np.array(curve["wall_s"], dtype=np.float64),
                         returns=np.array(curve["avg_return"], dtype=np.float64),
-                        machine=dict(r.get("machine") or doc.get("meta", {})), command=r.get("command")))
+                        machine=dict(r.get("machine") or doc.get("meta", {})), command=r.get("command"),
+                        label=label, reproduce=r.get("reproduce")))
     return runs
 
 
@@ -237,26 +257,37 @@ def _finite(x: float) -> Optional[float]:
 
 
 def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
-              commands: Optional[Mapping[str, str]] = None, meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The time-to-score document: per run its machine, command, crossings and curve (every logged
-    point: global step, training seconds, average return); per group (seeds of one configuration)
-    the median, min and max minutes and steps to each threshold over the seeds that reached it.
+              commands: Optional[Mapping[str, str]] = None, meta: Optional[Dict[str, Any]] = None,
+              reproduce: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """The time-to-score document: per run its machine, command (the one it ran: ``commands``' entry for
+    its folder, else its stored one, else rebuilt from its arguments), ``label`` (the configuration it
+    counts as, where not its exp name), ``reproduce``, crossings, final point (steps, training seconds,
+    steps per training second, average return) and curve (every logged point: global step, training
+    seconds, average return); per group (seeds of one configuration) the median, min and
+    max minutes and steps to each threshold over the seeds that reached it. ``reproduce`` maps a
+    configuration to the flags today's trainer needs on top of its runs' commands to train them as they
+    ran: their ``reproduce`` is the command with those flags (else the run's stored one, else none).
     ``meta`` names the machine: :func:`machine_of` the runs, unless given."""
     doc: Dict[str, Any] = {"meta": meta or machine_of(runs), "metric": RETURN, "clock": WALL, "runs": [], "groups": []}
     groups: Dict[str, List[Run]] = {}
     for run in runs:
         groups.setdefault(run.group, []).append(run)
+        command = (commands or {}).get(run.run_dir) or run.command or command_line(run)
+        flags = (reproduce or {}).get(run.configuration)
         crossings = {}
         for t in _thresholds_for(run.env_id, thresholds):
             c = first_crossing(run, t)
             crossings[f"{t:g}"] = None if c is None else {"global_step": c.global_step, "wall_s": c.wall_s,
                                                           "minutes": c.minutes}
         doc["runs"].append({
-            "run_dir": run.run_dir, "env_id": run.env_id, "exp_name": run.exp_name, "trainer": run.trainer,
-            "seed": run.seed, "command": (commands or {}).get(run.run_dir) or run.command or command_line(run),
+            "run_dir": run.run_dir, "env_id": run.env_id, "exp_name": run.exp_name, "label": run.label,
+            "trainer": run.trainer, "seed": run.seed, "command": command,
+            "reproduce": f"{command} {flags}" if flags else run.reproduce,
             "num_envs": run.args.get("num_envs"), "config": run.args.get("config"), "machine": run.machine,
             "final": {"global_step": int(run.steps[-1]) if len(run.steps) else 0,
                       "wall_s": _finite(run.wall_s[-1]) if len(run.wall_s) else None,
+                      "steps_per_s": _finite(round(run.steps[-1] / run.wall_s[-1], 1))
+                      if len(run.steps) and run.wall_s[-1] > 0 else None,
                       "avg_return": _finite(run.returns[-1]) if len(run.returns) else None,
                       "best_avg_return": _finite(run.returns.max()) if len(run.returns) else None},
             "crossings": crossings,
@@ -264,7 +295,8 @@ def summarize(runs: Sequence[Run], thresholds: Mapping[str, List[float]],
                       "avg_return": [round(float(x), 3) for x in run.returns]},
         })
     for name, members in groups.items():
-        entry: Dict[str, Any] = {"group": name, "env_id": members[0].env_id, "exp_name": members[0].exp_name,
+        entry: Dict[str, Any] = {"group": name, "env_id": members[0].env_id,
+                                 "configuration": members[0].configuration,
                                  "seeds": sorted(r.seed for r in members), "thresholds": {}}
         for t in _thresholds_for(members[0].env_id, thresholds):
             hits = [c for c in (first_crossing(r, t) for r in members) if c is not None]
@@ -299,7 +331,7 @@ def plot(runs: Sequence[Run], thresholds: Mapping[str, List[float]], out_dir: st
         by_group: Dict[str, List[Run]] = {}
         for r in runs:
             if r.env_id == env_id and len(r.steps):
-                by_group.setdefault(r.exp_name, []).append(r)
+                by_group.setdefault(r.configuration, []).append(r)
         for name, members in sorted(by_group.items()):
             label = f"{name} ({len(members)} seed{'s' if len(members) > 1 else ''}" \
                 + (f", {_cards([r.machine for r in members])})" if several_cards else ")")
@@ -342,7 +374,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
                   + " | ".join(f">= {t}: minutes (seeds)" for t in thresholds) + " |",
                   "|---|" + ("---|" if by_card else "") + "---:|---:|---:|---:|" + "---:|" * len(thresholds)]
         for g in groups:
-            runs = [r for r in doc["runs"] if f"{r['env_id']} {r['exp_name']}" == g["group"]]
+            runs = [r for r in doc["runs"] if f"{r['env_id']} {r.get('label') or r['exp_name']}" == g["group"]]
             finals = [r["final"]["avg_return"] for r in runs if r["final"]["avg_return"] is not None]
             minutes = [r["final"]["wall_s"] / 60.0 for r in runs if r["final"]["wall_s"] is not None]
             envs = sorted({r.get("num_envs") for r in runs if r.get("num_envs")})
@@ -350,7 +382,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
             final = (f"{np.median(finals):.1f} ({min(finals):.1f} to {max(finals):.1f})" if len(finals) > 1
                      else f"{finals[0]:.1f}" if finals else "-")
             config = runs[0].get("config")
-            name = f"{runs[0]['trainer'].upper()} `{g['exp_name']}`" + (f", `{config}`" if config else "")
+            name = f"{runs[0]['trainer'].upper()} `{g['configuration']}`" + (f", `{config}`" if config else "")
             card = f"{_cards([r.get('machine') for r in runs])} | " if by_card else ""
             lines.append(f"| {name} | {card}{', '.join(map(str, envs)) or '-'} | "
                          f"{len(runs)} | {max(minutes, default=0.0):.1f} | {final} | " + " | ".join(cells) + " |")

@@ -9,7 +9,11 @@ callback and stops the trainer at the first row past it.  ``scripts/search_hpara
 trials this way and ``scripts/atari_suite.py`` trains each game of its suite.
 
 * :func:`load_trainer` -- a trainer script as a module, for its flag parser (flags are checked
-  before a process starts).
+  before a process starts).  The one place a trainer program is loaded: the tools that run a trainer
+  or read its flags (the hyperparameter search, the Atari suite, the time-to-score table's short
+  command lines, the speedup study, the update benchmark) load it here, by path, as the module
+  ``<name>_script``, once per process; the tests' ``load_script`` gives the same module.  No script
+  imports another.
 * :func:`read_rows` -- the complete JSON lines a file gained since an offset.
 * :func:`stop` -- a signal to the trainer's process group, a grace period, then SIGKILL.
 """
@@ -26,24 +30,33 @@ import time
 from dataclasses import dataclass
 from importlib import util
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, List, Optional, Sequence, Tuple
 
-__all__ = ["ATARI_PRESETS", "TimedRun", "load_trainer", "read_rows", "stop", "train_for"]
+__all__ = ["ATARI_PRESETS", "TRAINERS", "TimedRun", "load_trainer", "read_rows", "stop", "train_for"]
 
 ROOT = Path(__file__).resolve().parents[1]
 WALL = "charts/wall_s"
 # the general Atari preset of each trainer
 ATARI_PRESETS = {"ppo": "configs/atari.yaml", "impala": "configs/impala_atari.yaml"}
+TRAINERS = ("ppo", "impala")
 
 
-def load_trainer(name: str):
-    """``scripts/<name>.py`` as the module ``<name>_script`` (loaded once; dataclasses and tyro look
-    its ``Args`` up there)."""
+def load_trainer(name: str) -> ModuleType:
+    """``scripts/<name>.py`` (``name`` one of :data:`TRAINERS`) as the module ``<name>_script``
+    (loaded once, registered in ``sys.modules``, where dataclasses and tyro look its ``Args`` up; a
+    script that fails to load is not left there half-made)."""
+    if name not in TRAINERS:
+        raise ValueError(f"unknown trainer {name!r}; choose one of {TRAINERS}")
     spec = util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
     if spec.name not in sys.modules:
         module = util.module_from_spec(spec)
         sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[spec.name]
+            raise
     return sys.modules[spec.name]
 
 

@@ -31,7 +31,8 @@ of the flags in the trainer's space (:data:`SPACES`), and watches its ``metrics.
 * **storage** -- an Optuna journal file (``--study-dir``/``<study>.journal``): a search stopped at any
   point resumes with the same command, and its trials can be read back (``--trials 0``).
 * ``--write-best`` writes the best trials, the space and the machine the trials trained on to
-  ``docs/results/hparam_search_<trainer>_<env>.json``, with the command of the best trial.
+  ``docs/results/hparam_search_<trainer>_<env>.json``, each trial with the command it ran and, where
+  today's trainer needs other flags to train it as it ran (``--reproduce``), its ``reproduce`` command.
 
 PPO's space (``PPO_ATARI_SPACE``) holds the seven flags that set the speed of learning at 1024-4096
 envs: learning rate and its annealing horizon (``--total-timesteps``), rollout length, minibatch size
@@ -59,7 +60,7 @@ none: ``--learning-rate`` annealed linearly over ``--total-timesteps``), value n
 learning rate, rollout length, minibatch size, epochs, gamma, the entropy bonus, the network and its
 activation.  The trials start from ``configs/atari_fast.yaml``; the first trains its own values.
 ``--write-best`` writes ``docs/results/hparam_search_<trainer>_to_score.json`` with each game's
-steps, seconds and command of the best trials.
+steps, seconds and command of the best trials (and, with ``--reproduce``, each game's reproduce command).
 """
 
 from __future__ import annotations
@@ -178,6 +179,11 @@ class Args:
     """where --write-best writes (empty: docs/results/hparam_search_<trainer>_<env>.json)"""
     top: int = 5
     """trials listed in the written JSON"""
+    reproduce: str = ""
+    """with --write-best: flags today's trainer needs on top of each listed trial's command (to-score: each
+    game's) to train it as it ran (e.g. --no-graph-update after the preset changed), written as its reproduce
+    command beside the command it ran (empty: the file's earlier reproduce commands of the same study are
+    kept)"""
     start_from_preset: bool = True
     """a new study's first trial trains the preset's own values (where they lie in the space)"""
     quick: bool = False
@@ -203,7 +209,7 @@ def quick_args(args: Args) -> Args:
                 trials=3 if args.trials is None else args.trials, study_name=args.study_name or "quick", study_dir=args.study_dir, seed=args.seed,
                 train_seed=args.train_seed, report_every_s=1.0, startup_trials=1,
                 extra=["--total-timesteps", "200000", *args.extra], write_best=args.write_best,
-                best_out=args.best_out, top=args.top, quick=True)
+                best_out=args.best_out, top=args.top, reproduce=args.reproduce, quick=True)
 
 
 def suggest(trial, space: Dict[str, tuple]) -> Dict[str, Any]:
@@ -453,6 +459,34 @@ def to_score_objective(args: Args) -> ScoreObjective:
     return ScoreObjective(tuple(ScoreTarget.parse(s) for s in specs), args.penalty, args.report_points)
 
 
+def commanded(trial: Dict[str, Any]) -> List[Tuple[Optional[str], Dict[str, Any]]]:
+    """The entries of a listed trial that hold a command it ran, each with its key: the trial itself
+    (``--objective return``, key None) or each of its games (``to-score``, key the game)."""
+    entries: List[Tuple[Optional[str], Dict[str, Any]]] = [(None, trial)] if trial.get("command") else []
+    games = trial.get("games") or {}
+    return entries + [(game, entry) for game, entry in games.items()
+                      if isinstance(entry, dict) and entry.get("command")]
+
+
+def with_reproduce(doc: Dict[str, Any], flags: str, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """``doc`` (:func:`best_document` or :func:`score_document`) with a ``reproduce`` command beside each
+    command of a listed trial (:func:`commanded`: the trial's, or each game's): that command (the one it
+    ran) followed by ``flags``, the flags today's trainer needs to train it as it ran; without ``flags``,
+    the one ``previous`` (the file being rewritten) holds for the same trial (and game) of the same study,
+    so that a rewrite keeps it."""
+    kept = {}
+    if previous and previous.get("study") == doc["study"]:
+        kept = {(t["number"], key): entry["reproduce"] for t in previous.get("best", [])
+                for key, entry in commanded(t) if entry.get("reproduce")}
+    for trial in doc["best"]:
+        for key, entry in commanded(trial):
+            if flags.strip():
+                entry["reproduce"] = f"{entry['command']} {flags.strip()}"
+            elif (trial["number"], key) in kept:
+                entry["reproduce"] = kept[trial["number"], key]
+    return doc
+
+
 def main(args: Args) -> Dict[str, Any]:
     if args.quick:
         args = quick_args(args)
@@ -504,6 +538,8 @@ def main(args: Args) -> Dict[str, Any]:
     if args.write_best:
         out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_{args.env_id}.json")
         out.parent.mkdir(parents=True, exist_ok=True)
+        previous = json.loads(out.read_text()) if out.is_file() else None
+        doc = with_reproduce(doc, args.reproduce, previous)
         out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {out}")
     return doc
@@ -561,6 +597,8 @@ def main_to_score(args: Args) -> Dict[str, Any]:
     if args.write_best:
         out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_to_score.json")
         out.parent.mkdir(parents=True, exist_ok=True)
+        previous = json.loads(out.read_text()) if out.is_file() else None
+        doc = with_reproduce(doc, args.reproduce, previous)
         out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {out}")
     return doc

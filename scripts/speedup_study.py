@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import importlib
 import itertools
 import json
 import math
@@ -57,6 +56,7 @@ from rltrain.runtime import select_device  # noqa: E402
 from rltrain.study import (CA_KEYS, compact_table, flat_record, markdown_table, rotation_rounds,  # noqa: E402
                            separate_rounds, summarize)
 from rltrain.timers import PhaseTimer  # noqa: E402
+from rltrain.trainer_process import load_trainer  # noqa: E402
 
 # workload -> (EnvPool id, --agent, --hidden-sizes (MLP only))
 WORKLOADS: Dict[str, Tuple[str, str, Tuple[int, ...]]] = {
@@ -258,13 +258,6 @@ def trainer_flags(point: Point, backends: Sequence[str], iterations: int, runs_d
     return flags + shlex.split(args.trainer_flags)
 
 
-def trainer_module(name: str):
-    """``scripts/<name>.py`` as a module (its ``cli`` and ``main``)."""
-    if str(SCRIPTS) not in sys.path:
-        sys.path.insert(0, str(SCRIPTS))
-    return importlib.import_module(name)
-
-
 def command_line(trainer: str, flags: Sequence[str]) -> str:
     return shlex.join(["python", f"scripts/{trainer}.py", *flags])
 
@@ -283,7 +276,7 @@ def run_trainer(trainer: str, flags: List[str], log_path: Path, separate: bool) 
                 raise RuntimeError(f"scripts/{trainer}.py exited with status {done.returncode} (see {log_path})")
             runs_dir = Path(flags[flags.index("--runs-dir") + 1])
             return max((p for p in runs_dir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
-        module = trainer_module(trainer)
+        module = load_trainer(trainer)  # its cli and main
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             try:
                 out = module.main(module.cli(flags))

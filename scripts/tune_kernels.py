@@ -8,7 +8,7 @@ For every key of the table (estimator family, layout, dtype, shape bucket: ``ker
 the family's representative estimator is run on one shape of the bucket with each candidate launch
 (``kernels.launch.autotune.candidates``: the heuristic's own launch, ``[T, N]`` tiles in thread runs
 first, then tiles around the contiguous axis, with and without look-back, pipelined walks). Each candidate is first checked against the float64 reference (the
-benchmark's check: ``scripts/bench_kernels.py``), then timed with the benchmark's ``do_bench``
+benchmark's check: ``rltrain.bench.cells.checked_times``), then timed with the benchmark's ``do_bench``
 median; a wrong or failing candidate is never timed. The fastest per key is written with its time
 and the heuristic's, beside the device name, the versions and the date. ``--merge`` keeps the
 entries of an existing table that this sweep does not measure, and times the launch it holds for
@@ -29,14 +29,15 @@ from typing import Optional
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_kernels as B  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
 
 import kernels  # noqa: E402
 from kernels._triton import INTERPRET, triton  # noqa: E402
 from kernels.launch import LaunchConfig, tuned  # noqa: E402
 from kernels.launch.autotune import candidates  # noqa: E402
 from kernels.launch.heuristic import DeviceInfo, device_info  # noqa: E402
+from rltrain.bench.cells import DTYPES, checked_times  # noqa: E402
+from rltrain.bench.kernel_grid import QUICK_SHAPES as GRID_QUICK_SHAPES  # noqa: E402
 
 # The estimator that stands for each family in the sweep.
 REPRESENTATIVES = {"gae": "gae", "vtrace": "vtrace", "retrace": "retrace", "returns": "lambda_returns",
@@ -46,7 +47,7 @@ REPRESENTATIVES = {"gae": "gae", "vtrace": "vtrace", "retrace": "retrace", "retu
 # problem, the long sequences of few environments), then the rest of the benchmark's quick grid.
 FIRST_SHAPES = ((16, 1048576), (4096, 128), (8192, 4096), (128, 4096), (128, 2048), (128, 8192), (256, 4096),
                 (32768, 8))
-DEFAULT_SHAPES = tuple(dict.fromkeys(FIRST_SHAPES + tuple(B.QUICK_SHAPES) + ((256, 2048), (256, 8192))))
+DEFAULT_SHAPES = tuple(dict.fromkeys(FIRST_SHAPES + tuple(GRID_QUICK_SHAPES) + ((256, 2048), (256, 8192))))
 QUICK_SHAPES = ((12, 40),)
 
 
@@ -55,7 +56,7 @@ def sweep_key(est: str, N: int, T: int, layout: str, dtype_name: str, opts, devi
     """The fastest correct candidate of one cell, with its time and the heuristic's; ``held``, the
     launch the table being merged into holds for the cell, is timed beside them, so a new sweep
     never replaces it with a slower one."""
-    dtype = B.DTYPES[dtype_name]
+    dtype = DTYPES[dtype_name]
     time_contiguous = layout == "nt" or N == 1
     configs = candidates(N, T, time_contiguous, dtype.itemsize, device)[: opts.max_candidates]
     configs = list(dict.fromkeys(configs + ([held] if held else [])))
@@ -66,7 +67,7 @@ def sweep_key(est: str, N: int, T: int, layout: str, dtype_name: str, opts, devi
         return lambda args, kw: fn(*args, **kw, config=config)
 
     calls = {c.label: calling(c) for c in configs}
-    times = B.checked_times(calls, est, N, T, layout, dtype_name, 1, opts.warmup_ms, opts.rep_ms, device=opts.device,
+    times = checked_times(calls, est, N, T, layout, dtype_name, 1, opts.warmup_ms, opts.rep_ms, device=opts.device,
                             check_envs=opts.check_envs)
     timed = {label: t[0] for label, t in times.items() if isinstance(t[0], float)}
     if not timed:
@@ -92,7 +93,7 @@ def run(opts) -> dict:
         if opts.time_budget and time.perf_counter() - started > opts.time_budget:
             print(f"time budget: {len(cells) - i} cells not swept", flush=True)
             break
-        key = tuned.key(family, layout == "nt" or N == 1, str(B.DTYPES[dtype_name]).removeprefix("torch."), T, N)
+        key = tuned.key(family, layout == "nt" or N == 1, str(DTYPES[dtype_name]).removeprefix("torch."), T, N)
         held = table["entries"].get(key)
         entry = sweep_key(REPRESENTATIVES[family], N, T, layout, dtype_name, opts, device,
                           LaunchConfig(**held["config"]) if held else None)
@@ -127,7 +128,7 @@ def parse_args(argv=None):
     opts.layouts = [x for x in opts.layouts.split(",") if x]
     opts.dtypes = [d for d in opts.dtypes.split(",") if d]
     for name, values, allowed in (("family", opts.families, tuned.FAMILIES), ("layout", opts.layouts, tuned.LAYOUTS),
-                                  ("dtype", opts.dtypes, tuple(B.DTYPES))):
+                                  ("dtype", opts.dtypes, tuple(DTYPES))):
         bad = [v for v in values if v not in allowed]
         if bad:
             p.error(f"unknown {name} {bad}; choose from {allowed}")

@@ -21,13 +21,12 @@ from conftest import load_script
 from rltrain import atari_scores
 from rltrain.atari_scores import ATARI5, atari5_median, cleanrl_ppo_10m, human_normalized
 from rltrain.atari_suite import SuiteState
+from rltrain.bench import tables as results_tables
 from rltrain.config import ConfigError, exit_on_config_error
 from rltrain.trainer_process import TimedRun, train_for
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 suite = load_script("atari_suite")
-import results_tables  # noqa: E402
 
 # the five coefficients of the Atari-5 regression, as the data file gives them
 COEFFICIENTS = {"BattleZone": 0.3819751237831753, "DoubleDunk": 0.0679099488887574,

@@ -1,4 +1,5 @@
-"""The benchmark script in its CPU mode on a tiny grid: files written, numbers sane."""
+"""``scripts/bench_kernels.py`` in its CPU mode on a tiny grid (files written, numbers sane) and the kernel
+benchmarks' shared code (``rltrain.bench``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from conftest import load_script
+from rltrain.bench import cells, plots, timing
+from rltrain.bench import kernel_grid as grid
 
-import bench_kernels as B  # noqa: E402
+script = load_script("bench_kernels")  # its command line
 
 
 def _check_run(result, out: Path, estimators, shapes, impls):
@@ -28,12 +30,12 @@ def _check_run(result, out: Path, estimators, shapes, impls):
     with open(out.with_suffix(".csv")) as f:
         assert len(list(csv.DictReader(f))) == len(result["rows"])
     rows = result["rows"]
-    cells = {}
+    by_cell = {}
     for r in rows:
-        cells.setdefault((r["estimator"], r["N"], r["T"], r["layout"], r["dtype"]), {})[r["impl"]] = r
+        by_cell.setdefault((r["estimator"], r["N"], r["T"], r["layout"], r["dtype"]), {})[r["impl"]] = r
     want = {(e, N, T) for e in estimators for N, T in shapes}
-    assert {(k[0], k[1], k[2]) for k in cells} == want
-    for key, by_impl in cells.items():
+    assert {(k[0], k[1], k[2]) for k in by_cell} == want
+    for key, by_impl in by_cell.items():
         assert set(by_impl) == set(impls), key  # every impl: a result, or an explicit skip/error
         for impl, r in by_impl.items():
             assert r["status"] in ("ok", "skipped", "error", "WRONG")
@@ -55,7 +57,7 @@ def test_bench_cpu_mode(tmp_path):
     estimators = ["gae", "vtrace", "episodic_prefix_sum"]
     shapes = [(16, 8), (3, 5)]
     impls = ["triton", "sequential", "loop"]
-    result = B.main(["--cpu", "--out", str(tmp_path / "grid.json"), "--estimators", ",".join(estimators),
+    result = script.main(["--cpu", "--out", str(tmp_path / "grid.json"), "--estimators", ",".join(estimators),
                      "--shapes", "16x8,3x5", "--impls", ",".join(impls), "--quiet"])
     _check_run(result, tmp_path / "grid.json", estimators, shapes, impls)
     layouts = {(r["estimator"], r["layout"]) for r in result["rows"]}
@@ -70,7 +72,7 @@ def test_bench_cpu_mode(tmp_path):
 def test_captured_calls_are_timed_where_host_time_is(tmp_path):
     """Where a cell's host time is measured, the fused kernels' row also has the per-call time of
     ``kernels.capture``'s calls (``captured_us``), and the CSV holds it."""
-    result = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "3x5", "--layout", "tn",
+    result = script.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "3x5", "--layout", "tn",
                      "--impls", "triton,loop", "--host-max-us", "1e9", "--host-calls", "3", "--no-copy",
                      "--no-plots", "--quiet"])
     rows = {r["impl"]: r for r in result["rows"]}
@@ -83,9 +85,9 @@ def test_captured_calls_are_timed_where_host_time_is(tmp_path):
 
 def test_bench_cpu_mode_with_compile(tmp_path):
     # same shape, layout and inputs as test_baselines' first compile case, so the graph is reused
-    result = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8",
+    result = script.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8",
                      "--layout", "tn", "--no-copy", "--quiet"])
-    _check_run(result, tmp_path / "k.json", ["gae"], [(16, 8)], list(B.IMPLS))
+    _check_run(result, tmp_path / "k.json", ["gae"], [(16, 8)], list(grid.IMPLS))
     comp = next(r for r in result["rows"] if r["impl"] == "compile")
     assert comp["status"] == "ok" and "note" not in comp
 
@@ -94,36 +96,36 @@ def test_graph_times_have_their_own_threshold(tmp_path):
     """A device-only (CUDA-graph) time is tried wherever do_bench is under ``--graph-max-us``, also
     where the host time is not measured: the baselines' do_bench counts host time well past
     ``--host-max-us`` at short shapes."""
-    result = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8", "--layout", "tn",
+    result = script.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8", "--layout", "tn",
                      "--impls", "triton,loop", "--host-max-us", "0", "--graph-max-us", "1e9", "--no-copy",
                      "--no-plots", "--quiet"])
     rows = [r for r in result["rows"] if r["status"] == "ok"]
     assert len(rows) == 2
     assert all("host_us" not in r and "graph_us" in r for r in rows)
-    none = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8", "--layout", "tn",
+    none = script.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8", "--layout", "tn",
                    "--impls", "triton", "--graph-max-us", "0", "--no-copy", "--no-plots", "--quiet"])
     assert all("graph_us" not in r for r in none["rows"])
 
 
 def test_plan_and_bytes():
-    opts = B.parse_args(["--quick", "--cpu"])
+    opts = script.parse_args(["--quick", "--cpu"])
     opts.cpu = False  # the GPU plan
     opts.quick = True
-    cells = B.plan(opts)
-    shapes = {(c[1], c[2]) for c in cells}
-    assert shapes == set(B.QUICK_SHAPES)
-    assert {c[0] for c in cells} == set(B.ESTIMATORS)
-    assert cells[0][1:3] == B.QUICK_SHAPES[0]  # shape-major in --quick
-    full = B.parse_args(["--cpu"])
+    planned = grid.plan(opts)
+    shapes = {(c[1], c[2]) for c in planned}
+    assert shapes == set(grid.QUICK_SHAPES)
+    assert {c[0] for c in planned} == set(cells.ESTIMATORS)
+    assert planned[0][1:3] == grid.QUICK_SHAPES[0]  # shape-major in --quick
+    full = script.parse_args(["--cpu"])
     full.cpu = False
-    grid = B.plan(full)
-    assert len({(c[1], c[2]) for c in grid}) == len(B.GRID_N) * len(B.GRID_T) + len(B.LONG_T)
+    full_plan = grid.plan(full)
+    assert len({(c[1], c[2]) for c in full_plan}) == len(grid.GRID_N) * len(grid.GRID_T) + len(grid.LONG_T)
     # GAE f32 [T, N]: r, v (4 B), terminated, truncated (1 B), bootstrap [N], adv, ret (4 B)
-    assert B.cell_bytes("gae", 10, 100, B.DTYPES["f32"]) == 1000 * (4 + 4 + 1 + 1 + 4 + 4) + 40
+    assert cells.cell_bytes("gae", 10, 100, cells.DTYPES["f32"]) == 1000 * (4 + 4 + 1 + 1 + 4 + 4) + 40
 
 
 def test_time_budget_stops_new_cells(tmp_path):
-    result = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "linear_scan,eligibility_traces",
+    result = script.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "linear_scan,eligibility_traces",
                      "--shapes", "4x4", "--impls", "loop", "--time-budget", "0", "--no-copy", "--quiet"])
     assert result["rows"] == [] and len(result["meta"]["not_run"]) == 2
     assert (tmp_path / "k.json").is_file()
@@ -131,7 +133,7 @@ def test_time_budget_stops_new_cells(tmp_path):
 
 def test_out_must_name_a_json_file(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        B.main(["--cpu", "--out", str(tmp_path), "--estimators", "gae", "--shapes", "4x4", "--quiet"])
+        script.main(["--cpu", "--out", str(tmp_path), "--estimators", "gae", "--shapes", "4x4", "--quiet"])
     assert exit_info.value.code == 2
     assert "--out must name a .json file" in capsys.readouterr().err
 
@@ -144,7 +146,7 @@ def _row(impl, device_us, graph_us=None, **cell):
 def test_ratios_use_device_only_times_where_both_impls_have_them():
     rows = [_row("triton", 30.0, 5.0), _row("sequential", 40.0, 20.0), _row("compile", 120.0, None),
             _row("triton", 100.0, None, T=4096), _row("sequential", 400.0, None, T=4096)]
-    B.add_ratios(rows)
+    grid.add_ratios(rows)
     fused = rows[0]
     assert fused["speedup_vs_sequential"] == pytest.approx(40 / 30)
     assert fused["graph_speedup_vs_sequential"] == pytest.approx(20 / 5)
@@ -158,30 +160,28 @@ def test_bandwidth_from_do_bench_and_graph_times():
     ``graph_frac_of_copy`` from the device-only graph time, both over the same bytes."""
     timed, no_graph = _row("triton", 40.0, 5.0, bytes=4_000_000), _row("triton", 40.0, None, bytes=4_000_000)
     for row in (timed, no_graph):
-        B.add_bandwidth(row, 4000.0)
+        grid.add_bandwidth(row, 4000.0)
     assert timed["gbps"] == pytest.approx(100.0) and timed["frac_of_copy"] == pytest.approx(0.025)
     assert timed["graph_frac_of_copy"] == pytest.approx(0.2)
     assert no_graph["frac_of_copy"] == pytest.approx(0.025) and "graph_frac_of_copy" not in no_graph
     without_copy = _row("triton", 40.0, 5.0, bytes=4_000_000)
-    B.add_bandwidth(without_copy, None)
+    grid.add_bandwidth(without_copy, None)
     assert without_copy["gbps"] == pytest.approx(100.0) and "frac_of_copy" not in without_copy
 
 
 def test_plots_take_device_only_speedups_where_both_impls_have_them():
-    import plot_bench
-
     rows = [_row("triton", 30.0, 5.0), _row("sequential", 40.0, 20.0), _row("compile", 120.0, None)]
-    B.add_ratios(rows)
-    assert plot_bench.speedup(rows[0], "sequential") == pytest.approx(4.0)  # 20 / 5, not 40 / 30
-    assert plot_bench.speedup(rows[0], "compile") == pytest.approx(4.0)  # do_bench: compile has no graph time
-    assert plot_bench.speedup(rows[0], "loop") is None
+    grid.add_ratios(rows)
+    assert plots.speedup(rows[0], "sequential") == pytest.approx(4.0)  # 20 / 5, not 40 / 30
+    assert plots.speedup(rows[0], "compile") == pytest.approx(4.0)  # do_bench: compile has no graph time
+    assert plots.speedup(rows[0], "loop") is None
 
 
 def test_render_recomputes_the_ratios_of_a_finished_run(tmp_path):
     rows = [_row("triton", 30.0, 5.0, bytes=4_000_000), _row("sequential", 40.0, 20.0, bytes=4_000_000)]
     path = tmp_path / "grid.json"
     path.write_text(json.dumps(dict(meta=dict(device_name="H200", copy_gbs=4000.0), rows=rows)))
-    B.main(["--render", str(path)])
+    script.main(["--render", str(path)])
     fused = json.loads(path.read_text())["rows"][0]
     assert fused["speedup_vs_sequential"] == pytest.approx(40 / 30)
     assert fused["graph_frac_of_copy"] == pytest.approx(0.2)
@@ -200,7 +200,7 @@ def test_checked_times_times_right_calls_and_records_wrong_and_failing_ones():
     calls = {"right": lambda a, k: kernels.linear_scan(*a, **k),
              "wrong": lambda a, k: kernels.linear_scan(*a, **k) * 1.01,
              "failing": boom}
-    times = B.checked_times(calls, "linear_scan", 6, 20, "tn", "f32", 2, 1, 5, device="cpu")
+    times = cells.checked_times(calls, "linear_scan", 6, 20, "tn", "f32", 2, 1, 5, device="cpu")
     assert len(times["right"]) == 2 and all(isinstance(t, float) and t > 0 for t in times["right"])
     assert times["wrong"] == ["WRONG 1.0e-02"] * 2
     assert times["failing"] == ["FAIL ValueError: no such block shape"] * 2
@@ -211,16 +211,16 @@ def test_small_cells_rotate_through_three_times_the_l2():
     CUDA-graph replays, which flush nothing, find the inputs there), up to ``MAX_INPUT_SETS``; a
     cell as large as that takes one set, and the CPU always one."""
     mb = 2**20
-    assert B.input_set_count(int(9.45 * mb), "cuda") == math.ceil(3 * B.L2_BYTES / (9.45 * mb))  # GAE 4096 x 128
-    assert B.input_set_count(mb, "cuda") == math.ceil(3 * B.L2_BYTES / mb) <= B.MAX_INPUT_SETS
-    assert B.input_set_count(1024, "cuda") == B.MAX_INPUT_SETS
-    assert B.input_set_count(3 * B.L2_BYTES, "cuda") == 1
-    assert B.input_set_count(mb, "cpu") == 1
-    assert B.input_set_count(mb, "cuda", l2_fills=4, most=200) == 200  # the sweeps' four fills, capped
-    assert B.input_set_count(9 * mb, "cuda", l2_fills=4, most=200) == math.ceil(4 * B.L2_BYTES / (9 * mb))
+    assert timing.input_set_count(int(9.45 * mb), "cuda") == math.ceil(3 * timing.L2_BYTES / (9.45 * mb))  # GAE 4096 x 128
+    assert timing.input_set_count(mb, "cuda") == math.ceil(3 * timing.L2_BYTES / mb) <= timing.MAX_INPUT_SETS
+    assert timing.input_set_count(1024, "cuda") == timing.MAX_INPUT_SETS
+    assert timing.input_set_count(3 * timing.L2_BYTES, "cuda") == 1
+    assert timing.input_set_count(mb, "cpu") == 1
+    assert timing.input_set_count(mb, "cuda", l2_fills=4, most=200) == 200  # the sweeps' four fills, capped
+    assert timing.input_set_count(9 * mb, "cuda", l2_fills=4, most=200) == math.ceil(4 * timing.L2_BYTES / (9 * mb))
     for nbytes in (mb, 7 * mb, 33 * mb):
-        sets = B.input_set_count(nbytes, "cuda")
-        assert sets * nbytes >= 3 * B.L2_BYTES > (sets - 1) * nbytes
+        sets = timing.input_set_count(nbytes, "cuda")
+        assert sets * nbytes >= 3 * timing.L2_BYTES > (sets - 1) * nbytes
 
 
 def test_checked_times_rotates_input_sets():
@@ -240,11 +240,11 @@ def test_checked_times_rotates_input_sets():
             fn()
         return 1.0
 
-    times = B.checked_times({"right": record}, "linear_scan", 6, 20, "tn", "f32", 1, 1, 5, device="cpu",
+    times = cells.checked_times({"right": record}, "linear_scan", 6, 20, "tn", "f32", 1, 1, 5, device="cpu",
                             timer=timer, input_sets=3)
     assert times == {"right": [1.0]}
     assert len(set(seen)) == 3 and seen[:3] == seen[3:]
-    single = B.checked_times({"right": record}, "linear_scan", 6, 20, "tn", "f32", 1, 1, 5, device="cpu",
+    single = cells.checked_times({"right": record}, "linear_scan", 6, 20, "tn", "f32", 1, 1, 5, device="cpu",
                              timer=timer)
     assert single == {"right": [1.0]} and len(set(seen)) == 1
 
@@ -271,15 +271,15 @@ def test_before_root_runs_another_checkouts_kernels_in_this_process(tmp_path, mo
         "ESTIMATORS = ('gae',)\n")
     # registered up front: while the stand-in loads, ``kernels.*`` names resolve to its own package
     monkeypatch.setitem(sys.modules, "kernels_reference_for_test", types.SimpleNamespace(gae=stand_in_gae))
-    sys.modules.pop(B.BEFORE_MODULE, None)
+    sys.modules.pop(grid.BEFORE_MODULE, None)
     try:
-        result = B.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8",
+        result = script.main(["--cpu", "--out", str(tmp_path / "k.json"), "--estimators", "gae", "--shapes", "16x8",
                          "--layout", "tn", "--impls", "triton", "--before-root", str(tmp_path / "before"),
                          "--no-copy", "--quiet"])
-        assert sys.modules[B.BEFORE_MODULE]._triton.MARK == "before"
+        assert sys.modules[grid.BEFORE_MODULE]._triton.MARK == "before"
     finally:
-        sys.modules.pop(B.BEFORE_MODULE, None)
-        sys.modules.pop(B.BEFORE_MODULE + "._triton", None)
+        sys.modules.pop(grid.BEFORE_MODULE, None)
+        sys.modules.pop(grid.BEFORE_MODULE + "._triton", None)
     assert sys.modules["kernels"] is kernels and sys.modules["kernels._triton"] is _triton
     rows = {r["impl"]: r for r in result["rows"]}
     assert set(rows) == {"triton", "before"} and rows["before"]["status"] == "ok", rows

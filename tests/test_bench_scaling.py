@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from conftest import load_script
+from rltrain.bench import scaling, scaling_tables, tables
+from rltrain.bench import trainer_cases as cases
+from rltrain.bench import trainer_runs as runs
+from rltrain.distributed import DistContext
+from rltrain.trainer import GPU_MEMORY_METRIC, iteration_readout, memory_metrics
 
-import bench_scaling as S  # noqa: E402
-import bench_trainer as B  # noqa: E402
-import results_tables  # noqa: E402
-from rltrain.distributed import DistContext  # noqa: E402
-from rltrain.trainer import GPU_MEMORY_METRIC, iteration_readout, memory_metrics  # noqa: E402
+script = load_script("bench_scaling")  # its command line
 
 
 def row(case, ranks, sps, iteration_ms=100.0, **phases_ms):
@@ -27,7 +25,7 @@ def row(case, ranks, sps, iteration_ms=100.0, **phases_ms):
 
 
 def test_efficiency_and_allreduce_share_of_synthetic_rows():
-    rows = S.add_scaling([
+    rows = scaling_tables.add_scaling([
         row("ppo", 1, 1000.0, update=40.0),
         row("ppo", 2, 1900.0, 105.0, update=45.0, **{"update/allreduce": 5.25, "rank0/update/allreduce": 4.0}),
         row("ppo", 4, 3000.0, 200.0, **{"update/allreduce": 30.0}),
@@ -43,27 +41,27 @@ def test_efficiency_and_allreduce_share_of_synthetic_rows():
 
 
 def test_default_ranks_are_one_and_the_powers_of_two_up_to_the_gpus():
-    assert S.default_ranks(0) == [1, 2]  # CPU ranks
-    assert S.default_ranks(1) == [1]
-    assert S.default_ranks(6) == [1, 2, 4]
-    assert S.default_ranks(8) == [1, 2, 4, 8]
+    assert scaling.default_ranks(0) == [1, 2]  # CPU ranks
+    assert scaling.default_ranks(1) == [1]
+    assert scaling.default_ranks(6) == [1, 2, 4]
+    assert scaling.default_ranks(8) == [1, 2, 4, 8]
 
 
 def test_a_rank_case_keeps_the_envs_per_rank():
-    case = B.CASES["ppo-breakout"]
-    four = S.rank_case(case, 4)
+    case = cases.CASES["ppo-breakout"]
+    four = scaling.rank_case(case, 4)
     assert (four.num_envs, four.num_steps, four.timed) == (4 * 4096, 16, case.timed)
     assert four.round_steps == 4 * case.round_steps
-    flags = B.trainer_flags(four, ["--checkpoint-every", "1"])
+    flags = runs.trainer_flags(four, ["--checkpoint-every", "1"])
     assert flags[flags.index("--num-envs") + 1] == "16384" and flags.count("--checkpoint-every") == 1
-    assert B.trainer_flags(four, [])[-2:] == ["--checkpoint-every", "0"]
+    assert runs.trainer_flags(four, [])[-2:] == ["--checkpoint-every", "0"]
 
 
 def test_bad_flags_exit_naming_them():
     for argv, named in ((["--timed", "foo=2"], "--timed foo=2"), (["--timed", "ppo-cartpole=0"], "--timed"),
                         (["--ranks", "0"], "--ranks 0"), (["--cases", "ppo-pong"], "--cases")):
         with pytest.raises(SystemExit, match=named):
-            S.main(argv)
+            script.main(argv)
 
 
 def test_markdown_rows_and_fault_check():
@@ -71,13 +69,13 @@ def test_markdown_rows_and_fault_check():
                         "dist_backend": "nccl", "date": "2026-01-02T03:04:05+00:00"},
                "cases": {"ppo-cartpole": {"trainer": "ppo", "env_id": "CartPole-v1", "num_envs_per_rank": 4096,
                                           "num_steps": 128}},
-               "rows": S.add_scaling([row("ppo-cartpole", 1, 2.0e6, 250.0, rollout=150.0, ca=2.0, update=98.0),
+               "rows": scaling_tables.add_scaling([row("ppo-cartpole", 1, 2.0e6, 250.0, rollout=150.0, ca=2.0, update=98.0),
                                       dict(row("ppo-cartpole", 8, 1.44e7, 280.0, rollout=152.0, update=120.0,
                                                **{"update/allreduce": 7.0}), gpu_mem_peak_gib=1.234)]),
                "fault_check": {"ranks": 8, "killed_rank": 7, "all_exited_s": 2.5, "dist_timeout_s": 60.0,
                                "exit_code": 1, "failed_rank_named": True, "checkpoint_step": 4194304,
                                "resume_continued": True}}
-    text = S.markdown(results)
+    text = scaling_tables.markdown(results)
     assert text.startswith("NVIDIA H100 80GB HBM3 x 8, driver ?, CUDA ?, NCCL 2.27.3,")
     assert ("| PPO CartPole-v1 4096 x 128 | 1 | 2,000,000 | 100% | 250.0 | rollout 150.0 · ca 2.0 · update 98.0 "
             "| - | - | - |") in text
@@ -97,11 +95,11 @@ def test_the_gpu_memory_metric_is_the_max_over_ranks_and_absent_on_the_cpu(monke
         out[0], out[1] = obj, {**obj, GPU_MEMORY_METRIC: 2.25}
     monkeypatch.setattr(dist, "all_gather_object", all_gather_object)
     assert memory_metrics(iteration_readout(ctx, **kw)) == {GPU_MEMORY_METRIC: 2.25}
-    case = B.Case("ppo", "CartPole-v1", num_envs=4, num_steps=10, warmup=1, timed=2)
+    case = cases.Case("ppo", "CartPole-v1", num_envs=4, num_steps=10, warmup=1, timed=2)
     rows = [{"global_step": 40 * i, "time": float(i), "perf/iteration_s": 1.0, GPU_MEMORY_METRIC: 0.5 * i}
             for i in range(1, 4)]
-    assert B.summarize(case, rows)["gpu_mem_peak_gib"] == 1.5
-    assert "gpu_mem_peak_gib" not in B.summarize(case, [{k: v for k, v in r.items() if k != GPU_MEMORY_METRIC}
+    assert runs.summarize(case, rows)["gpu_mem_peak_gib"] == 1.5
+    assert "gpu_mem_peak_gib" not in runs.summarize(case, [{k: v for k, v in r.items() if k != GPU_MEMORY_METRIC}
                                                         for r in rows])
 
 
@@ -120,7 +118,7 @@ def test_the_gpu_memory_metric_on_cuda():
 def test_quick_mode_end_to_end(tmp_path):
     """Tiny PPO and IMPALA CartPole on 1 and 2 CPU ranks, then the fault check: JSON, PNG and table."""
     out = tmp_path / "scaling.json"
-    result = S.main(["--quick", "--timed", "ppo-cartpole=3", "--out", str(out)])
+    result = script.main(["--quick", "--timed", "ppo-cartpole=3", "--out", str(out)])
     data = json.loads(out.read_text())
     assert data["rows"] == result["rows"] and (tmp_path / "scaling.png").stat().st_size > 0
     meta = data["meta"]
@@ -144,5 +142,5 @@ def test_quick_mode_end_to_end(tmp_path):
     assert 0 < fault["all_exited_s"] < fault["dist_timeout_s"] and fault["within_timeout"]
     assert fault["resume_exit_code"] == 0 and fault["resume_continued"]
     assert fault["resumed_steps"][0] == fault["checkpoint_step"] + 2 * 8 * 16  # one iteration of both ranks
-    text = results_tables.render(["scaling", str(out)])
+    text = tables.render(["scaling", str(out)])
     assert text.count("| PPO CartPole-v1 8 x 16 |") == 1 and "resumed on 2 ranks" in text

@@ -1,4 +1,4 @@
-"""``scripts/compare_rl_triton.py``'s adapters: our inputs, converted to rl-triton 0.1.3's arguments,
+"""``scripts/compare_rl_triton.py``'s adapters (``rltrain.bench.rl_triton``): our inputs, converted to rl-triton 0.1.3's arguments,
 mean the same numbers to it as to our float64 reference.
 
 rl-triton runs only on CUDA and is not a dependency, so a float64 stand-in plays it here: one loop per
@@ -8,18 +8,13 @@ docstrings, with their signatures (an argument the adapter misnames is a ``TypeE
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import bench_kernels as B  # noqa: E402
-import compare_rl_triton as C  # noqa: E402
+from rltrain.bench import cells
+from rltrain.bench import rl_triton as C
 
 F64 = torch.float64
 
@@ -109,15 +104,15 @@ def compute_episodic_prefix_sum(inputs, dones, seed_values=None, boundary="ends_
 RL_TRITON_0_1_3 = SimpleNamespace(**{name: globals()[name] for name, _ in C.RIVAL.values()})
 
 CELLS = [(est, trunc) for est in C.RIVAL
-         for trunc in ((True, False) if "truncated" in dict(B.SPECS[est]["kw"]) else (False,))]
+         for trunc in ((True, False) if "truncated" in dict(cells.SPECS[est]["kw"]) else (False,))]
 
 
 def _cell(est, truncations, seed):
     """A prepared cell's inputs, float64, with terminations and truncations forced onto the last step of
     some environments (one of them both), where the window's end and a flagged step meet."""
-    args, kw = B.make_inputs(est, 12, 24, "nt", F64, "cpu", seed)
+    args, kw = cells.make_inputs(est, 12, 24, "nt", F64, "cpu", seed)
     if "truncated" in kw:
-        terminated = args[[name for name, _ in B.SPECS[est]["pos"]].index("terminated")]
+        terminated = args[[name for name, _ in cells.SPECS[est]["pos"]].index("terminated")]
         kw["truncated"][0:3, -1] = True
         terminated[2:5, -1] = True
         terminated[5:, -1] = False
@@ -128,10 +123,10 @@ def _cell(est, truncations, seed):
 def test_adapter_means_the_same_numbers(est, truncations):
     for seed in (0, 1):
         args, kw = _cell(est, truncations, seed)
-        refs, k, kind = B.reference_outputs(est, args, kw, "nt", 12, 16384, "cpu")
+        refs, k, kind = cells.reference_outputs(est, args, kw, "nt", 12, 16384, "cpu")
         assert kind == "reference"
         out = C.rival_call(est, RL_TRITON_0_1_3)(args, kw)
-        assert B.rel_err(out, refs, k, "nt") < 1e-12, (est, truncations, seed)
+        assert cells.rel_err(out, refs, k, "nt") < 1e-12, (est, truncations, seed)
 
 
 def test_cells_keep_nonzero_bootstrap_values():

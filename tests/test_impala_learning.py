@@ -35,7 +35,7 @@ def test_default_vtrace_run_solves_cartpole(tmp_path):
     """The default run reaches an average return of 475 within its budget.
 
     Actors and learner run concurrently, so a run is not reproducible step for step even with a
-    fixed seed, and a run can stall under the bar (2 of 10 measured, docs/training.md). The test calls
+    fixed seed, and a run can stall under the bar now and then (docs/training.md). The test calls
     the defaults broken only when three independent runs all miss it.
     """
     attempts = []

@@ -5,12 +5,11 @@ only for its own keys. No test pins which launch a rule picks."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import DEVICE, call, make_inputs, rel_err, to_time_dim1, upcast
+from conftest import DEVICE, call, load_script, make_inputs, rel_err, to_time_dim1, upcast
 
 import kernels
 from kernels import reference as R
@@ -18,7 +17,6 @@ from kernels.estimators import MODULES
 from kernels.launch import LaunchConfig, autotune, choose_config, tuned
 from kernels.launch.heuristic import DeviceInfo, heuristic_config
 
-ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_TABLES = Path(__file__).with_name("data") / "tuned"
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
 # Devices the heuristic is asked about: the interpreter's CPU, a small GPU, H100- and H200-sized ones.
@@ -232,12 +230,11 @@ def test_every_estimator_names_a_family():
                                     LaunchConfig(128, 8, 4), LaunchConfig(64, 64, 4, False, 4, 8),
                                     LaunchConfig(512, 16, 4, True, 1, 16)], ids=str)
 def test_config_labels_read_back_to_the_same_launch(config):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import bench_kernels as B
+    from rltrain.bench.kernel_grid import config_label, parse_config_label
 
-    assert B.parse_config_label(B.config_label(config)) == config
+    assert parse_config_label(config_label(config)) == config
     with pytest.raises(ValueError, match="config label"):
-        B.parse_config_label(config.label + "+")
+        parse_config_label(config.label + "+")
 
 
 def test_the_quick_sweep_writes_a_valid_table(tmp_path):
@@ -245,8 +242,7 @@ def test_the_quick_sweep_writes_a_valid_table(tmp_path):
     loader accepts, each entry the fastest correct candidate with its time and the heuristic's."""
     if DEVICE == "cuda":
         pytest.skip("the quick sweep is the interpreter's")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import tune_kernels
+    tune_kernels = load_script("tune_kernels")
 
     out = tmp_path / "t.json"
     table = tune_kernels.main(["--quick", "--out", str(out)])

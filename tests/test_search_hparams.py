@@ -49,6 +49,41 @@ def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
                            timeout=300, cwd=ROOT)
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"best: trial {top['number']}, return {top['value']:.2f}" in again.stdout
+    # rewritten from the journal: each trial's command stays the one it ran, --reproduce adds the command
+    # today's trainer needs beside it, and a later rewrite without --reproduce keeps that
+    read_back = dict(quick=True, trials=0, study_dir=str(tmp_path / "search"), write_best=True, best_out=str(best))
+    search.main(search.Args(**read_back, reproduce="--no-cuda-graphs"))
+    search.main(search.Args(**read_back))
+    for trial, before in zip(json.loads(best.read_text())["best"], written["best"]):
+        assert trial["command"] == before["command"] and trial["reproduce"] == before["command"] + " --no-cuda-graphs"
+
+
+def test_reproduce_commands_are_kept_for_the_same_trials_of_the_same_study():
+    previous = {"study": "s", "best": [{"number": 3, "command": "python a", "reproduce": "python a --x"}]}
+
+    def doc(study="s"):
+        return {"study": study, "best": [{"number": 3, "command": "python a"}, {"number": 5, "command": "python b"}]}
+
+    kept = search.with_reproduce(doc(), "", previous)["best"]
+    assert kept == [{"number": 3, "command": "python a", "reproduce": "python a --x"}, {"number": 5, "command": "python b"}]
+    assert "reproduce" not in search.with_reproduce(doc("other"), "", previous)["best"][0]
+    given = search.with_reproduce(doc(), "--y", previous)["best"]
+    assert [t["reproduce"] for t in given] == ["python a --y", "python b --y"]
+
+
+def test_a_to_score_trial_gets_a_reproduce_command_per_game():
+    """--objective to-score lists each game's command: each gets its own reproduce command, kept per game."""
+    def doc():
+        return {"study": "s", "best": [{"number": 2, "games": {"Pong-v5": {"command": "python p"},
+                                                               "Breakout-v5": {"command": "python b"}}}]}
+
+    games = search.with_reproduce(doc(), "--y")["best"][0]["games"]
+    assert {g: e["reproduce"] for g, e in games.items()} == {"Pong-v5": "python p --y", "Breakout-v5": "python b --y"}
+    previous = {"study": "s", "best": [{"number": 2, "games": {"Pong-v5": {"command": "python p",
+                                                                           "reproduce": "python p --x"}}}]}
+    games = search.with_reproduce(doc(), "", previous)["best"][0]["games"]
+    assert games["Pong-v5"]["reproduce"] == "python p --x" and "reproduce" not in games["Breakout-v5"]
+    assert "reproduce" not in search.with_reproduce(doc(), "")["best"][0]  # no command of its own
 
 
 def test_extra_trainer_flags_add_up():

@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from rltrain import wallclock  # noqa: E402
 from rltrain.config import ConfigError  # noqa: E402
-from rltrain.time_to_score import (band, first_crossing, load_run, markdown, parse_thresholds, step_curve,  # noqa: E402
-                                   summarize)
+from rltrain.time_to_score import (band, first_crossing, load_run, markdown, parse_thresholds,  # noqa: E402
+                                   runs_from_document, step_curve, summarize)
 
 ppo = load_script("ppo")
 tts_script = load_script("time_to_score")
@@ -200,6 +200,7 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     assert group["thresholds"]["20"]["median_minutes"] == pytest.approx(5.0)  # 4 and 6 minutes
     merged = {r["seed"]: r for r in json.loads(out.read_text())["runs"]}
     assert merged[1]["crossings"]["20"] == {"global_step": 200, "wall_s": 240.0, "minutes": 4.0}
+    assert merged[1]["final"]["steps_per_s"] == pytest.approx(200 / 240.0, abs=0.05)  # 200 steps by 240 s
     assert merged[1]["machine"]["device_name"] == "H100" and "--exp-name trial0" in merged[1]["command"]
     assert (tmp_path / "learning_curves_Pong-v5.png").stat().st_size > 0
     table = markdown(doc).splitlines()  # the generated table of docs/training.md
@@ -212,6 +213,54 @@ def test_merged_documents_keep_their_runs_and_a_run_folder_given_again_replaces_
     with pytest.raises(ConfigError, match="--merge .*no stored curve"):
         old.write_text(json.dumps({"runs": [{"run_dir": "x", "env_id": "Pong-v5"}]}))
         tts_script.main(tts_script.Args(runs=[], merge=[str(old)], out=str(out)))
+
+
+def test_a_stored_command_is_the_one_that_ran_and_labels_and_reproduce_commands_survive_a_merge(tmp_path):
+    """``--alias`` labels a run (its exp name stays), ``--reproduce CONFIG=FLAGS`` stores the command
+    today's trainer needs beside the one that ran, and a later ``--merge`` keeps command, label and
+    reproduce command as stored."""
+    trial = write_run(tmp_path / "r", "Pong-v5", "trial0", 1, [(1, 100, 60.0, -21.0), (2, 200, 240.0, 20.5)])
+    seed2 = write_run(tmp_path / "r", "Pong-v5", "preset", 2, [(1, 100, 60.0, -20.0), (2, 200, 360.0, 20.0)])
+    first = tmp_path / "first.json"
+    doc = tts_script.main(tts_script.Args(runs=[str(trial), str(seed2)], alias=["preset=preset-eager",
+                                                                                 "trial0=preset-eager"],
+                                          reproduce=["preset-eager=--no-graph-update"], thresholds=["Pong-v5=20"],
+                                          out=str(first), plots=False))
+    runs = {r["seed"]: r for r in doc["runs"]}
+    assert (runs[1]["exp_name"], runs[1]["label"], runs[2]["exp_name"], runs[2]["label"]) == \
+        ("trial0", "preset-eager", "preset", "preset-eager")
+    for r in runs.values():
+        assert "--no-graph-update" not in r["command"] and r["reproduce"] == r["command"] + " --no-graph-update"
+    assert [(g["group"], g["configuration"], g["seeds"]) for g in doc["groups"]] == \
+        [("Pong-v5 preset-eager", "preset-eager", [1, 2])]
+    assert "`preset-eager` | - | 2 | 6.0 |" in markdown(doc)
+
+    new = write_run(tmp_path / "s", "Pong-v5", "preset", 3, [(1, 100, 60.0, -20.0), (2, 200, 300.0, 20.0)])
+    again = tts_script.main(tts_script.Args(runs=[str(new)], merge=[str(first)], thresholds=["Pong-v5=20"],
+                                            out=str(tmp_path / "again.json"), plots=False))
+    stored = {r["seed"]: r for r in again["runs"]}
+    for seed in (1, 2):
+        assert {k: stored[seed][k] for k in ("exp_name", "label", "command", "reproduce")} == \
+            {k: runs[seed][k] for k in ("exp_name", "label", "command", "reproduce")}
+    assert (stored[3]["label"], stored[3]["reproduce"]) == (None, None)  # a new run: its own configuration
+    assert [g["group"] for g in again["groups"]] == ["Pong-v5 preset-eager", "Pong-v5 preset"]  # folder order
+    with pytest.raises(ConfigError, match="--reproduce"):
+        tts_script.main(tts_script.Args(runs=[str(new)], reproduce=["preset"], out=str(tmp_path / "x.json")))
+
+
+def test_a_document_written_before_labels_keeps_each_runs_folder_name_as_its_exp_name(tmp_path):
+    """Such a document stored a run's configuration (after ``--alias``) as its ``exp_name``; read back,
+    the run folder's name is the exp name again and the stored one its label."""
+    trial = write_run(tmp_path / "r", "Pong-v5", "trial0", 1, [(1, 100, 60.0, -21.0), (2, 200, 240.0, 20.5)])
+    doc = tts_script.main(tts_script.Args(runs=[str(trial)], alias=["trial0=preset"], thresholds=["Pong-v5=20"],
+                                          out=str(tmp_path / "new.json"), plots=False))
+    (run,) = doc["runs"]
+    old = {**run, "exp_name": "preset"}
+    del old["label"], old["reproduce"]
+    (stored,) = runs_from_document({"runs": [old]})
+    assert (stored.exp_name, stored.label, stored.group) == ("trial0", "preset", "Pong-v5 preset")
+    (plain,) = runs_from_document({"runs": [{**old, "exp_name": "trial0"}]})
+    assert (plain.exp_name, plain.label) == ("trial0", None)
 
 
 def test_the_document_is_the_same_whichever_runs_were_merged(tmp_path):
@@ -232,7 +281,7 @@ def test_the_document_is_the_same_whichever_runs_were_merged(tmp_path):
 def test_runs_on_two_kinds_of_card_get_a_card_column_and_a_header_naming_both(tmp_path):
     """A document whose runs trained on an H100 and an H200 says which card each configuration used;
     a run recorded before ``cpu_model`` existed adds no processor to the list."""
-    tables = load_script("results_tables")
+    from rltrain.bench.formats import machine
 
     def on(run_dir, card, cpu=None):
         env_id, exp, seed, _ = run_dir.name.split("__")
@@ -253,8 +302,8 @@ def test_runs_on_two_kinds_of_card_get_a_card_column_and_a_header_naming_both(tm
     assert table[2].startswith("| configuration | card | envs |") and table[3].startswith("|---|---|---:|")
     assert "| PPO `preset` | H100 | 8 | 1 | 5.0 | 310.0 | 5.0 (1/1) |" in table
     assert "| PPO `impala` | H200 | 8 | 1 | 4.0 | 320.0 | 4.0 (1/1) |" in table
-    assert tables.machine(doc["meta"]).startswith("NVIDIA H100 80GB HBM3 / NVIDIA H200, driver 1,")
-    assert "(Xeon)" in tables.machine(doc["meta"])
+    assert machine(doc["meta"]).startswith("NVIDIA H100 80GB HBM3 / NVIDIA H200, driver 1,")
+    assert "(Xeon)" in machine(doc["meta"])
 
     single = summarize([load_run(ppo_run)], {"Breakout-v5": [300.0]})
     assert "devices" not in single["meta"] and "| card |" not in markdown(single)

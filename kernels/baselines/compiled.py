@@ -74,7 +74,7 @@ def compiled_core():
 
 def _run(op, b, scalars, config=None):
     if b.T == 0:
-        return P.empty_outputs(op, b)
+        return P.empty_outputs(op, b, scalars)
     args = (op, P.views(b), scalars, b.compute_dtype, b.out_dtype, b.time_dim, b.one_env)
     if not _state["eager"]:
         try:
@@ -106,7 +106,7 @@ globals().update(P.make_estimators(_run))  # gae, vtrace, ... with the public si
 
 def _run_eager(op, b, scalars, config=None):
     if b.T == 0:
-        return P.empty_outputs(op, b)
+        return P.empty_outputs(op, b, scalars)
     outs = _core(op, P.views(b), scalars, b.compute_dtype, b.out_dtype, b.time_dim, b.one_env)
     return outs if len(outs) > 1 else outs[0]
 

@@ -29,7 +29,7 @@ def solve(p: P.Pairs) -> torch.Tensor:
 
 def _run(op, b, scalars, config=None):
     if b.T == 0:
-        return P.empty_outputs(op, b)
+        return P.empty_outputs(op, b, scalars)
     p = P.build(op, P.views(b), b.compute_dtype, scalars)
     outs = tuple(b.from_time_major(o) for o in p.outputs(solve(p)))
     return outs if len(outs) > 1 else outs[0]

@@ -6,10 +6,10 @@ linear recurrence ``y_t = alpha_t + beta_t * y_prev`` that every estimator is (`
 docstrings of ``kernels/estimators/<op>.py``; :mod:`kernels.reference` is the specification.
 
 A builder takes the ``[T, N]`` time-major views of a validated :class:`kernels._args.Batch`
-(:func:`views`), the checked scalars and the compute dtype (float32 for float16/bfloat16/float32
+(:func:`views`), the checked options (scalars; GAE's and V-trace's output switches) and the compute dtype (float32 for float16/bfloat16/float32
 inputs, float64 when a float input is float64), and returns :class:`Pairs`: ``alpha``, ``beta``
 (``[T, N]``, compute dtype), ``reverse``, the initial carry (``[N]`` or ``None`` for zeros) and
-``post``, which maps the solved ``y`` to the estimator's outputs (time-major, compute dtype):
+``post``, which maps the solved ``y`` to the outputs the call keeps (time-major, compute dtype):
 GAE ``ret = A + V``, V-trace ``pg_adv`` from the exclusive value ``x_{t+1}``, Retrace
 ``q_ret = Q + D``.
 
@@ -26,7 +26,7 @@ from typing import Callable, Optional
 
 import torch
 
-from kernels._args import Batch
+from kernels._args import Batch, selected
 
 Tensor = torch.Tensor
 
@@ -91,16 +91,23 @@ def _value_after(tm, v: Tensor, cdt) -> Tensor:
 # --------------------------------------------------------------------------- #
 # builders
 # --------------------------------------------------------------------------- #
-def gae(tm, cdt, *, gamma: float, lam: float) -> Pairs:
+def _kept(*outputs) -> tuple:
+    """The outputs that were asked for (``None``: skipped), in order."""
+    return tuple(o for o in outputs if o is not None)
+
+
+def gae(tm, cdt, *, gamma: float, lam: float, advantages: bool = True, returns: bool = True) -> Pairs:
     r, v = _f(tm["rewards"], cdt), _f(tm["values"], cdt)
     term, done = _done(tm)
     v_after = _value_after(tm, v, cdt)
     alpha = r + gamma * torch.where(term, 0.0, v_after) - v
     beta = _keep(done, gamma * lam, cdt)
-    return Pairs(alpha, beta, reverse=True, post=lambda adv: (adv, adv + v))
+    return Pairs(alpha, beta, reverse=True,
+                 post=lambda adv: _kept(adv if advantages else None, adv + v if returns else None))
 
 
-def vtrace(tm, cdt, *, gamma: float, lam: float, rho_bar: float, c_bar: float, pg_rho_bar: float) -> Pairs:
+def vtrace(tm, cdt, *, gamma: float, lam: float, rho_bar: float, c_bar: float, pg_rho_bar: float,
+           value_targets: bool = True, pg_advantages: bool = True) -> Pairs:
     r, v = _f(tm["rewards"], cdt), _f(tm["values"], cdt)
     rho = torch.exp(_f(tm["log_rhos"], cdt))
     term, done = _done(tm)
@@ -109,12 +116,14 @@ def vtrace(tm, cdt, *, gamma: float, lam: float, rho_bar: float, c_bar: float, p
     beta = _keep(done, gamma * lam * torch.clamp(rho, max=c_bar), cdt)
 
     def post(x: Tensor) -> tuple:
+        if not pg_advantages:
+            return (v + x,)
         # q_t = lam vs_{t+1} + (1 - lam) V_{t+1} = V_{t+1} + lam x_{t+1} (t < T-1, not done), else V'_t
         use_mixed = torch.cat([~done[:-1], torch.zeros_like(done[:1])])
         mixed = _shift_up(v, 0.0) + lam * _shift_up(x, 0.0)
         q = torch.where(use_mixed, mixed, v_after)
         pg_adv = torch.clamp(rho, max=pg_rho_bar) * (r + gamma * torch.where(term, 0.0, q) - v)
-        return v + x, pg_adv
+        return _kept(v + x if value_targets else None, pg_adv)
 
     return Pairs(alpha, beta, reverse=True, post=post)
 
@@ -183,7 +192,6 @@ BUILDERS = {
     "episodic_prefix_sum": episodic_prefix_sum,
     "linear_scan": linear_scan,
 }
-NUM_OUTPUTS = {op: 2 if op in ("gae", "vtrace") else 1 for op in BUILDERS}
 
 
 def build(op: str, tm, cdt, scalars) -> Pairs:
@@ -202,10 +210,13 @@ def to_caller(y: Tensor, out_dtype: torch.dtype, time_dim: int, one_env: bool) -
     return y if time_dim == 0 else y.t().contiguous()
 
 
-def empty_outputs(op: str, b: Batch):
-    """The outputs of a T = 0 call (no recurrence to solve)."""
-    outs = tuple(b.output() for _ in range(NUM_OUTPUTS[op]))
-    return outs if len(outs) > 1 else outs[0]
+def empty_outputs(op: str, b: Batch, options: dict):
+    """The outputs of a T = 0 call (no recurrence to solve): one per output the call keeps (an
+    estimator's ``OUTPUTS`` switches in ``options``; one output where it has none)."""
+    from kernels.estimators import MODULES
+
+    switches = getattr(MODULES[op], "OUTPUTS", ())
+    return selected(*(b.output(options[name]) for name in switches)) if switches else b.output()
 
 
 PER_ENV = ("bootstrap_value", "initial")

@@ -10,6 +10,10 @@ and ``bootstrap_value`` at t = T-1)::
 A truncated step still bootstraps from ``V'_t`` (the time limit is not a terminal state) but stops
 the advantage trace, like a terminated one. As a scan: ``alpha_t = delta_t``,
 ``beta_t = gamma lam (1 - done_t)``, reverse in time.
+
+``returns=False`` (or ``advantages=False``) skips that output: the kernel is compiled without its
+store (``STORE_RET``, ``STORE_ADV``), so a float32 call with bool flags and no truncations moves 13
+bytes per element instead of 17, and the call returns the other tensor alone.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from typing import Optional
 import torch
 
 from kernels import reference, scan
-from kernels._args import Batch, check_bootstrap, check_scalar
+from kernels._args import Batch, check_bootstrap, check_outputs, check_scalar, selected
 from kernels._triton import runs_triton, tl, triton
 from kernels.fast_path import replayable
 from kernels.launch import LaunchConfig, launch, scalars
 
 FAMILY = "gae"
+OUTPUTS = ("advantages", "returns")  # the outputs in order, each a keyword that can skip it
 
 
 @triton.jit
@@ -40,8 +45,9 @@ def gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC: tl.constex
 def _gae_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_term_n, trunc_ptr, s_trunc_t,
                 s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, adv_ptr, s_adv_t, s_adv_n, ret_ptr, s_ret_t,
                 s_ret_n, ws, flags, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, HAS_TRUNC: tl.constexpr,
-                HAS_NEXT: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
+                HAS_NEXT: tl.constexpr, STORE_ADV: tl.constexpr, STORE_RET: tl.constexpr, ACC: tl.constexpr,
+                BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr,
+                LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     gamma = scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = scan.scalar(lam_hi, lam_lo, ACC)
     block, first, end, num_chunks = scan.program_chunks(T, N, BLOCK_T, BLOCK_N, LOOKBACK)
@@ -66,14 +72,18 @@ def _gae_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, term_ptr, s_term_t, s_
         alpha, beta = gae_pairs(r, v, v_after, terminated, done, mask, gamma, lam, ACC)
         adv, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
                                      LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
-        scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
-        scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
+        if STORE_ADV:
+            scan.store_tile(adv_ptr, adv, t, n, s_adv_t, s_adv_n, mask)
+        if STORE_RET:
+            scan.store_tile(ret_ptr, adv + v, t, n, s_ret_t, s_ret_n, mask)
 
 
 def validate(rewards, values, terminated, bootstrap_value, *, truncated=None, next_values=None, gamma=0.99, lam=0.95,
-             time_dim=0) -> tuple[Batch, dict]:
-    """Check :func:`gae`'s arguments; the validated batch and coefficients (the baselines share this)."""
-    coefficients = {"gamma": check_scalar("gamma", gamma), "lam": check_scalar("lam", lam)}
+             time_dim=0, advantages=True, returns=True) -> tuple[Batch, dict]:
+    """Check :func:`gae`'s arguments; the validated batch and options, the coefficients and the output
+    switches (the baselines share this)."""
+    coefficients = {"gamma": check_scalar("gamma", gamma), "lam": check_scalar("lam", lam),
+                    **check_outputs(advantages=advantages, returns=returns)}
     b = Batch(time_dim, floats={"rewards": rewards, "values": values, "next_values": next_values},
               flags={"terminated": terminated, "truncated": truncated}, per_env={"bootstrap_value": bootstrap_value},
               optional=("truncated", "next_values", "bootstrap_value"))
@@ -84,26 +94,29 @@ def validate(rewards, values, terminated, bootstrap_value, *, truncated=None, ne
 @replayable
 def gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.Tensor, bootstrap_value: torch.Tensor, *,
         truncated: Optional[torch.Tensor] = None, next_values: Optional[torch.Tensor] = None, gamma: float = 0.99,
-        lam: float = 0.95, time_dim: int = 0, config: Optional[LaunchConfig] = None
-        ) -> tuple[torch.Tensor, torch.Tensor]:
+        lam: float = 0.95, time_dim: int = 0, advantages: bool = True, returns: bool = True,
+        config: Optional[LaunchConfig] = None):
     """Advantages and returns ``(adv, ret)`` by GAE; see the module docstring for the math.
 
     ``rewards``, ``values``, ``terminated`` (and ``truncated``, ``next_values``) are ``[T, N]``
     (``time_dim=1``: ``[N, T]``; 1-D: one environment); ``bootstrap_value`` is ``V(s_T)``, ``[N]``.
-    ``config`` overrides the kernel's launch (for benchmarks).
+    ``returns=False``: the advantages alone, the returns neither stored nor allocated;
+    ``advantages=False``: the returns alone. ``config`` overrides the kernel's launch (for benchmarks).
     """
     b, k = validate(rewards, values, terminated, bootstrap_value, truncated=truncated, next_values=next_values,
-                    gamma=gamma, lam=lam, time_dim=time_dim)
+                    gamma=gamma, lam=lam, time_dim=time_dim, advantages=advantages, returns=returns)
     if not runs_triton(b.device):
         tm = b.time_major
-        adv, ret = reference.gae(tm("rewards"), tm("values"), tm("terminated"), b.env_vector("bootstrap_value"),
-                                 truncated=tm("truncated"), next_values=tm("next_values"), **k)
-        return b.from_time_major(adv), b.from_time_major(ret)
-    adv, ret = b.output(), b.output()
+        return b.from_reference(reference.gae(tm("rewards"), tm("values"), tm("terminated"),
+                                              b.env_vector("bootstrap_value"), truncated=tm("truncated"),
+                                              next_values=tm("next_values"), **k))
+    adv, ret = b.output(advantages), b.output(returns)
     if b.T > 0:
         launch(_gae_kernel, b, config, FAMILY,
                (*b.series("rewards", rewards), *b.series("values", rewards), *b.series("terminated", rewards),
                 *b.series("truncated", rewards), *b.series("next_values", rewards),
-                *b.per_env("bootstrap_value", rewards), adv, *b.strides(adv), ret, *b.strides(ret)),
-               scalars(k["gamma"], k["lam"]), HAS_TRUNC=truncated is not None, HAS_NEXT=next_values is not None)
-    return adv, ret
+                *b.per_env("bootstrap_value", rewards), *b.output_series(adv, rewards),
+                *b.output_series(ret, rewards)),
+               scalars(k["gamma"], k["lam"]), HAS_TRUNC=truncated is not None, HAS_NEXT=next_values is not None,
+               STORE_ADV=advantages, STORE_RET=returns)
+    return selected(adv, ret)

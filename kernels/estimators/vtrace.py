@@ -13,6 +13,10 @@ reverse in time. ``pg_adv`` needs ``x_{t+1}``, which the engine's scan yields in
 (``scan_chunk_with_next``). Where ``rho_bar = c_bar = pg_rho_bar`` (the defaults, as in rlax) and
 there are no ``next_values``, ``pg_adv_t = delta_t + beta_t x_{t+1} = x_t`` exactly (:func:`pg_is_x`),
 and the kernel stores ``x`` as ``pg_adv`` (``PG_IS_X``).
+
+``pg_advantages=False`` (or ``value_targets=False``) skips that output: the kernel is compiled without
+its store (``STORE_PG``, ``STORE_VS``; without ``pg_adv`` also without the exclusive scan that only it
+needs) and the call returns the other tensor alone.
 """
 
 from __future__ import annotations
@@ -23,12 +27,13 @@ from typing import Optional
 import torch
 
 from kernels import reference, scan
-from kernels._args import Batch, check_bootstrap, check_scalar
+from kernels._args import Batch, check_bootstrap, check_outputs, check_scalar, selected
 from kernels._triton import runs_triton, tl, triton
 from kernels.fast_path import replayable
 from kernels.launch import LaunchConfig, launch, scalars
 
 FAMILY = "vtrace"
+OUTPUTS = ("value_targets", "pg_advantages")  # the outputs in order, each a keyword that can skip it
 
 
 @triton.jit
@@ -51,8 +56,9 @@ def _vtrace_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_l
                    trunc_ptr, s_trunc_t, s_trunc_n, nv_ptr, s_nv_t, s_nv_n, boot_ptr, s_boot, vs_ptr, s_vs_t, s_vs_n,
                    pg_ptr, s_pg_t, s_pg_n, ws, flags, T, N, gamma_hi, gamma_lo, lam_hi, lam_lo, rho_bar_hi,
                    rho_bar_lo, c_bar_hi, c_bar_lo, pg_hi, pg_lo, HAS_TRUNC: tl.constexpr, HAS_NEXT: tl.constexpr,
-                   PG_IS_X: tl.constexpr, ACC: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr,
-                   LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr, LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
+                   PG_IS_X: tl.constexpr, STORE_VS: tl.constexpr, STORE_PG: tl.constexpr, ACC: tl.constexpr,
+                   BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, LOOKBACK: tl.constexpr, NUM_STAGES: tl.constexpr,
+                   LATEST_FIRST: tl.constexpr, RUN: tl.constexpr):
     gamma = scan.scalar(gamma_hi, gamma_lo, ACC)
     lam = scan.scalar(lam_hi, lam_lo, ACC)
     rho_bar = scan.scalar(rho_bar_hi, rho_bar_lo, ACC)
@@ -80,7 +86,7 @@ def _vtrace_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_l
         else:
             v_after = tl.where(t[:, None] == T - 1, bootstrap[None, :], v_next)
         alpha, beta = vtrace_pairs(r, v, rho, v_after, terminated, done, mask, gamma, lam, rho_bar, c_bar)
-        if PG_IS_X:
+        if PG_IS_X or not STORE_PG:
             x, carry = scan.scan_chunk(alpha, beta, carry, chunk, block, T, N, ws, flags, BLOCK_T, BLOCK_N, True,
                                        LATEST_FIRST, LOOKBACK, NUM_STAGES, RUN)
             pg_adv = x
@@ -89,17 +95,22 @@ def _vtrace_kernel(r_ptr, s_r_t, s_r_n, v_ptr, s_v_t, s_v_n, lr_ptr, s_lr_t, s_l
                                                          BLOCK_N, LATEST_FIRST, LOOKBACK, RUN)
             pg_adv = vtrace_pg_advantages(r, v, rho, v_next, v_after, x_next, terminated, done, not_last, gamma, lam,
                                           pg_rho_bar)
-        scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
-        scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
+        if STORE_VS:
+            scan.store_tile(vs_ptr, v + x, t, n, s_vs_t, s_vs_n, mask)
+        if STORE_PG:
+            scan.store_tile(pg_ptr, pg_adv, t, n, s_pg_t, s_pg_n, mask)
 
 
 def validate(rewards, values, log_rhos, terminated, bootstrap_value, *, truncated=None, next_values=None, gamma=0.99,
-             lam=1.0, rho_bar=1.0, c_bar=1.0, pg_rho_bar=1.0, time_dim=0) -> tuple[Batch, dict]:
-    """Check :func:`vtrace`'s arguments; the validated batch and coefficients (the baselines share this)."""
+             lam=1.0, rho_bar=1.0, c_bar=1.0, pg_rho_bar=1.0, time_dim=0, value_targets=True, pg_advantages=True
+             ) -> tuple[Batch, dict]:
+    """Check :func:`vtrace`'s arguments; the validated batch and options, the coefficients and the
+    output switches (the baselines share this)."""
     coefficients = {"gamma": check_scalar("gamma", gamma), "lam": check_scalar("lam", lam),
                     "rho_bar": check_scalar("rho_bar", rho_bar, high=math.inf),
                     "c_bar": check_scalar("c_bar", c_bar, high=math.inf),
-                    "pg_rho_bar": check_scalar("pg_rho_bar", pg_rho_bar, high=math.inf)}
+                    "pg_rho_bar": check_scalar("pg_rho_bar", pg_rho_bar, high=math.inf),
+                    **check_outputs(value_targets=value_targets, pg_advantages=pg_advantages)}
     b = Batch(time_dim, floats={"rewards": rewards, "values": values, "log_rhos": log_rhos, "next_values": next_values},
               flags={"terminated": terminated, "truncated": truncated}, per_env={"bootstrap_value": bootstrap_value},
               optional=("truncated", "next_values", "bootstrap_value"))
@@ -117,30 +128,32 @@ def pg_is_x(has_next_values: bool, rho_bar: float, c_bar: float, pg_rho_bar: flo
 def vtrace(rewards: torch.Tensor, values: torch.Tensor, log_rhos: torch.Tensor, terminated: torch.Tensor,
            bootstrap_value: torch.Tensor, *, truncated: Optional[torch.Tensor] = None,
            next_values: Optional[torch.Tensor] = None, gamma: float = 0.99, lam: float = 1.0, rho_bar: float = 1.0,
-           c_bar: float = 1.0, pg_rho_bar: float = 1.0, time_dim: int = 0, config: Optional[LaunchConfig] = None
-           ) -> tuple[torch.Tensor, torch.Tensor]:
+           c_bar: float = 1.0, pg_rho_bar: float = 1.0, time_dim: int = 0, value_targets: bool = True,
+           pg_advantages: bool = True, config: Optional[LaunchConfig] = None):
     """Value targets and policy-gradient advantages ``(vs, pg_adv)``; see the module docstring.
 
     ``log_rhos`` are ``log pi(a_t|s_t) - log mu(a_t|s_t)`` (target over behaviour policy).
     ``rho_bar``, ``c_bar`` and ``pg_rho_bar`` are clipping thresholds (finite, >= 0; a large value
-    such as ``1e6`` disables one).
+    such as ``1e6`` disables one). ``pg_advantages=False``: ``vs`` alone, ``pg_adv`` neither computed
+    nor allocated; ``value_targets=False``: ``pg_adv`` alone.
     """
     b, k = validate(rewards, values, log_rhos, terminated, bootstrap_value, truncated=truncated,
                     next_values=next_values, gamma=gamma, lam=lam, rho_bar=rho_bar, c_bar=c_bar, pg_rho_bar=pg_rho_bar,
-                    time_dim=time_dim)
+                    time_dim=time_dim, value_targets=value_targets, pg_advantages=pg_advantages)
     if not runs_triton(b.device):
         tm = b.time_major
-        vs, pg_adv = reference.vtrace(tm("rewards"), tm("values"), tm("log_rhos"), tm("terminated"),
-                                      b.env_vector("bootstrap_value"), truncated=tm("truncated"),
-                                      next_values=tm("next_values"), **k)
-        return b.from_time_major(vs), b.from_time_major(pg_adv)
-    vs, pg_adv = b.output(), b.output()
+        return b.from_reference(reference.vtrace(tm("rewards"), tm("values"), tm("log_rhos"), tm("terminated"),
+                                                 b.env_vector("bootstrap_value"), truncated=tm("truncated"),
+                                                 next_values=tm("next_values"), **k))
+    vs, pg_adv = b.output(value_targets), b.output(pg_advantages)
     if b.T > 0:
         launch(_vtrace_kernel, b, config, FAMILY,
                (*b.series("rewards", rewards), *b.series("values", rewards), *b.series("log_rhos", rewards),
                 *b.series("terminated", rewards), *b.series("truncated", rewards), *b.series("next_values", rewards),
-                *b.per_env("bootstrap_value", rewards), vs, *b.strides(vs), pg_adv, *b.strides(pg_adv)),
+                *b.per_env("bootstrap_value", rewards), *b.output_series(vs, rewards),
+                *b.output_series(pg_adv, rewards)),
                scalars(k["gamma"], k["lam"], k["rho_bar"], k["c_bar"], k["pg_rho_bar"]),
                HAS_TRUNC=truncated is not None, HAS_NEXT=next_values is not None,
-               PG_IS_X=pg_is_x(next_values is not None, k["rho_bar"], k["c_bar"], k["pg_rho_bar"]))
-    return vs, pg_adv
+               PG_IS_X=pg_is_x(next_values is not None, k["rho_bar"], k["c_bar"], k["pg_rho_bar"]),
+               STORE_VS=value_targets, STORE_PG=pg_advantages)
+    return selected(vs, pg_adv)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional
 
 import torch
 from torch import Tensor
 
+from kernels._args import selected
 from kernels.reference._common import _as_2d, _flag, _next_value_fn, _out, _vec
 
 
@@ -22,7 +23,9 @@ def gae(
     next_values: Optional[Tensor] = None,
     gamma: float = 0.99,
     lam: float = 0.95,
-) -> Tuple[Tensor, Tensor]:
+    advantages: bool = True,
+    returns: bool = True,
+):
     r"""Generalized Advantage Estimation (Schulman et al. 2016, "High-Dimensional
     Continuous Control Using Generalized Advantage Estimation", eq. 16).
 
@@ -34,7 +37,8 @@ def gae(
     A truncation at t cuts the recursion (``done_t``) but still bootstraps
     ``delta_t`` from ``V'_t``; a termination also drops the bootstrap.
 
-    Returns ``(advantages, returns)``, float64 ``[T, N]``.
+    Returns ``(advantages, returns)``, float64 ``[T, N]``; ``returns=False`` (``advantages=False``)
+    leaves that one out and returns the other alone.
     """
     r, one_d = _as_2d(rewards)
     v, _ = _as_2d(values)
@@ -51,8 +55,8 @@ def gae(
         delta = r[t] + gamma * (1.0 - term[t]) * v_next(t) - v[t]
         a_next = delta + gamma * lam * (1.0 - done[t]) * a_next
         adv[t] = a_next
-    ret = adv + v
-    return _out(adv, one_d), _out(ret, one_d)
+    ret = adv + v if returns else None
+    return selected(_out(adv, one_d) if advantages else None, None if ret is None else _out(ret, one_d))
 
 
 # --------------------------------------------------------------------------- #
@@ -72,7 +76,9 @@ def vtrace(
     rho_bar: float = 1.0,
     c_bar: float = 1.0,
     pg_rho_bar: float = 1.0,
-) -> Tuple[Tensor, Tensor]:
+    value_targets: bool = True,
+    pg_advantages: bool = True,
+):
     r"""V-trace targets and policy-gradient advantages (Espeholt et al. 2018,
     "IMPALA", Sec. 4.1, Remark 1 recursion), with the ``lambda`` of rlax's
     ``vtrace_td_error_and_advantage`` (``c_t = lambda min(c_bar, rho_t)`` and the
@@ -90,7 +96,8 @@ def vtrace(
     Note that ``pg_adv_t`` uses the *exclusive* value ``vs_{t+1}`` of the scan.
     At ``t = T-1`` ``V_{t+1}`` is never needed (``q_t = V'_t`` there).
 
-    Returns ``(vs, pg_adv)``, float64 ``[T, N]``.
+    Returns ``(vs, pg_adv)``, float64 ``[T, N]``; ``pg_advantages=False`` (``value_targets=False``)
+    leaves that one out and returns the other alone.
     """
     r, one_d = _as_2d(rewards)
     v, _ = _as_2d(values)
@@ -115,6 +122,8 @@ def vtrace(
         vs[t] = v[t] + diff
         diff_next = diff
 
+    if not pg_advantages:
+        return _out(vs, one_d)
     pg_adv = torch.empty_like(r)
     for t in range(T):
         if t < T - 1:
@@ -123,7 +132,7 @@ def vtrace(
         else:
             q = v_next(t)
         pg_adv[t] = pg_rho[t] * (r[t] + gamma * (1.0 - term[t]) * q - v[t])
-    return _out(vs, one_d), _out(pg_adv, one_d)
+    return selected(_out(vs, one_d) if value_targets else None, _out(pg_adv, one_d))
 
 
 # --------------------------------------------------------------------------- #
