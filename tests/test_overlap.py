@@ -119,12 +119,14 @@ def test_the_run_takes_the_configured_iterations_and_env_steps(recorded):
 
 
 def test_the_main_thread_phases_add_up_to_the_iteration_and_the_collector_is_logged_apart(recorded):
+    """The main thread's phases -- the wait for the collector thread included -- account for the iteration but for
+    its readout (losses, episode figures, logging: milliseconds); the collector thread's phases are logged apart."""
     rows = recorded["rows"]
-    covered = []
+    outside = []
     for i, row in enumerate(rows, start=1):
         main = row["perf/rollout_s"] + row["perf/ca_s"] + row["perf/update_s"]
         assert main <= row["perf/iteration_s"] * 1.01
-        covered.append(main / row["perf/iteration_s"])
+        outside.append(row["perf/iteration_s"] - main)
         overlapped = {k for k in row if k.startswith("perf/overlapped/")}
         if 2 <= i < ITERATIONS:  # a rollout was collected beside this update
             assert {"perf/overlapped/rollout_s", "perf/overlapped/rollout/env_s",
@@ -135,7 +137,8 @@ def test_the_main_thread_phases_add_up_to_the_iteration_and_the_collector_is_log
             assert not overlapped
         if i >= 3:  # the collector thread stepped this iteration's envs: the main thread did not
             assert "perf/rollout/env_s" not in row and "perf/rollout/handoff_s" in row
-    assert statistics.median(covered) == pytest.approx(1.0, rel=0.05)
+    # a rollout/wait left out would leave the collector thread's rollout outside the phases: tens of ms or more
+    assert statistics.median(outside) < 0.02
 
 
 def test_the_same_seed_gives_the_same_overlapped_run(recorded, tmp_path):
