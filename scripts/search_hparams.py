@@ -499,11 +499,7 @@ def main(args: Args) -> Dict[str, Any]:
         args = dataclasses.replace(args, config=PRESETS[args.trainer])
     if args.trials < 0 or args.budget_s <= 0 or args.num_envs < 1 or args.report_every_s <= 0:
         raise ConfigError("--trials must be >= 0, --budget-s and --report-every-s > 0, --num-envs >= 1")
-    try:
-        import optuna
-    except ImportError:
-        raise ConfigError("the search needs the package optuna (pip install optuna)") from None
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna = import_optuna()
     study_name = args.study_name or f"{args.trainer}_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
     study = make_study(args, study_name)
     trainer = load_trainer(args.trainer)
@@ -519,29 +515,14 @@ def main(args: Args) -> Dict[str, Any]:
         trial_dir = Path(args.study_dir).resolve() / study_name / f"trial_{trial.number:04d}"
         return run_trial(trial, args, flags, trial_dir)
 
-    def progress(study, trial) -> None:
-        value = "" if trial.value is None else f" return {trial.value:.2f}"
-        print(f"trial {trial.number}: {trial.state.name.lower()}{value} {trial.params}", flush=True)
-
-    if args.start_from_preset and not study.trials:
-        start = preset_values(trainer, args, str(config), space)
-        if start is None:
-            print(f"the preset {args.config} lies outside the space: the search starts from sampled values")
-        else:
-            study.enqueue_trial(start)
-    if args.trials:
-        study.optimize(objective, n_trials=args.trials, catch=(RuntimeError,), callbacks=[progress])
+    optimize(study, args, objective, preset_values(trainer, args, str(config), space),
+             lambda trial: "" if trial.value is None else f" return {trial.value:.2f}")
     doc = best_document(study, args, space)
     if doc["best"]:
         b = doc["best"][0]
         print(f"best: trial {b['number']}, return {b['value']:.2f} at {args.budget_s:g} s\n  {b['command']}")
     if args.write_best:
-        out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_{args.env_id}.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        previous = json.loads(out.read_text()) if out.is_file() else None
-        doc = with_reproduce(doc, args.reproduce, previous)
-        out.write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"wrote {out}")
+        write_best(doc, args, f"hparam_search_{args.trainer}_{args.env_id}.json")
     return doc
 
 
@@ -555,11 +536,7 @@ def main_to_score(args: Args) -> Dict[str, Any]:
                                config=args.config or TO_SCORE_PRESET)
     if args.trials < 0 or args.num_envs < 1:
         raise ConfigError("--trials must be >= 0, --num-envs >= 1")
-    try:
-        import optuna
-    except ImportError:
-        raise ConfigError("the search needs the package optuna (pip install optuna)") from None
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna = import_optuna()
     games = "+".join(t.env_id for t in objective.targets)
     study_name = args.study_name or f"{args.trainer}_to_score_{games}_{args.num_envs}envs_{args.measure}"
     study = make_study(args, study_name, direction="minimize",
@@ -578,30 +555,50 @@ def main_to_score(args: Args) -> Dict[str, Any]:
         trial_dir = Path(args.study_dir).resolve() / study_name / f"trial_{trial.number:04d}"
         return score_trial(trial, args, objective, values, trial_dir)
 
+    optimize(study, args, run, preset_values(trainer, args, str(config), space),
+             lambda trial: "" if trial.value is None else f" objective {trial.value:.3f}")
+    doc = score_document(study, args, space, objective)
+    if doc["best"]:
+        b = doc["best"][0]
+        print(f"best: trial {b['number']}, objective {b['value']:.3f} ({objective.describe(args.measure)})")
+    if args.write_best:
+        write_best(doc, args, f"hparam_search_{args.trainer}_to_score.json")
+    return doc
+
+
+def import_optuna():
+    """The optuna module, its logging quieted; a ConfigError where it is not installed."""
+    try:
+        import optuna
+    except ImportError:
+        raise ConfigError("the search needs the package optuna (pip install optuna)") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def optimize(study, args: Args, run, start: Optional[Dict[str, Any]], describe) -> None:
+    """Run ``--trials`` trials of ``run`` in ``study``, one line each (``describe(trial)``: its value); a new
+    study with ``--start-from-preset`` first trains the preset's values ``start`` (None: outside the space)."""
     def progress(study, trial) -> None:
-        value = "" if trial.value is None else f" objective {trial.value:.3f}"
-        print(f"trial {trial.number}: {trial.state.name.lower()}{value} {trial.params}", flush=True)
+        print(f"trial {trial.number}: {trial.state.name.lower()}{describe(trial)} {trial.params}", flush=True)
 
     if args.start_from_preset and not study.trials:
-        start = preset_values(trainer, args, str(config), space)
         if start is None:
             print(f"the preset {args.config} lies outside the space: the search starts from sampled values")
         else:
             study.enqueue_trial(start)
     if args.trials:
         study.optimize(run, n_trials=args.trials, catch=(RuntimeError,), callbacks=[progress])
-    doc = score_document(study, args, space, objective)
-    if doc["best"]:
-        b = doc["best"][0]
-        print(f"best: trial {b['number']}, objective {b['value']:.3f} ({objective.describe(args.measure)})")
-    if args.write_best:
-        out = Path(args.best_out or ROOT / "docs" / "results" / f"hparam_search_{args.trainer}_to_score.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        previous = json.loads(out.read_text()) if out.is_file() else None
-        doc = with_reproduce(doc, args.reproduce, previous)
-        out.write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"wrote {out}")
-    return doc
+
+
+def write_best(doc: Dict[str, Any], args: Args, name: str) -> None:
+    """``doc`` to ``--best-out`` (default ``docs/results/<name>``), keeping the reproduce commands of the file
+    it replaces (:func:`with_reproduce`)."""
+    out = Path(args.best_out or ROOT / "docs" / "results" / name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    previous = json.loads(out.read_text()) if out.is_file() else None
+    out.write_text(json.dumps(with_reproduce(doc, args.reproduce, previous), indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 def _interrupt(signum, frame) -> None:

@@ -267,7 +267,7 @@ def test_to_score_runs_both_games_with_one_trials_values_and_prunes_the_slow(tmp
 
         def same(argv):
             return [a for i, a in enumerate(argv) if i == 0 or argv[i - 1] not in ("--env-id", "--runs-dir")]
-        assert same(pong_argv) == same(breakout_argv) and "--no-anneal-lr" in pong_argv
+        assert same(pong_argv) == same(breakout_argv) and "--anneal-lr" in pong_argv  # the preset's: no KL target
         assert pong_argv[pong_argv.index("--env-id") + 1] == "Pong-v5"
     assert [b["number"] for b in doc["best"]] == [1, 0] and doc["best"][0]["value"] == pytest.approx(1.25)
     written = json.loads((tmp_path / "best.json").read_text())
@@ -290,4 +290,4 @@ def test_the_to_score_space_parses_and_validates_at_its_ends():
         assert {k: getattr(parsed, k) for k in values} == values
         assert parsed.anneal_lr == (values["kl_adaptive_lr"] is None)
     start = search.preset_values(load_script("ppo"), args, config, space)
-    assert start is not None and start["kl_adaptive_lr"] == 0.01 and start["norm_value"] is True
+    assert start is not None and start["kl_adaptive_lr"] is None and start["update_epochs"] == 8
