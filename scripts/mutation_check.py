@@ -58,6 +58,9 @@ IMPALA_LOSS = f"{LOSSES}::test_impala_learner_step_is_the_papers"
 WIRING = "tests/test_credit_wiring.py"
 PPO_WIRING = f"{WIRING}::test_ppo_advantages_are_gae_of_the_scripted_rollout"
 IMPALA_WIRING = f"{WIRING}::test_impala_targets_are_the_papers_on_the_scripted_rollout"
+RECIPE_KL = "tests/test_ppo_recipe.py::test_kl_adapted_lr_follows_the_rule_and_its_bounds"
+RECIPE_VALUE_LOSS = "tests/test_ppo_recipe.py::test_the_value_loss_compares_the_head_with_normalised_targets"
+OVERLAP_STALE = "tests/test_overlap.py::test_rollout_k_plus_1_acts_with_the_parameters_from_before_update_k"
 RESUME = "tests/test_resume_state.py"
 PHASES = "tests/test_phase_table.py"
 
@@ -128,6 +131,15 @@ MUTANTS: Tuple[Mutant, ...] = (
            "pass", (RESUME,)),
     Mutant("resume-episode-window-lost", "rltrain/trainer.py",
            '        recent.extend(mine.get("recent_returns", []))\n', "", (RESUME,)),
+    # ---- PPO's recipe flags and its overlapped rollout
+    Mutant("kl-lr-rule-inverted", "rltrain/adaptive_lr.py", "torch.where(kl > 2.0 * target, lower,",
+           "torch.where(kl > 2.0 * target, higher,", (RECIPE_KL,)),
+    Mutant("norm-value-targets-raw", "scripts/ppo.py",
+           'source["returns"], source["values"] = value_norm.normalize(b["returns"]), value_norm.normalize(b["values"])',
+           'source["returns"], source["values"] = b["returns"], b["values"]', (RECIPE_VALUE_LOSS,)),
+    Mutant("overlap-acts-with-the-updated-parameters", "rltrain/overlap.py",
+           "                    copy_module_state(self.acting, self.agent)  # the parameters before",
+           "                    pass  # the parameters before", (OVERLAP_STALE,)),
     # ---- phase timers (rltrain/timers.py)
     Mutant("phase-table-total-without-ca", "rltrain/timers.py", "total = sum(self.totals.values()) or 1.0",
            'total = sum(v for k, v in self.totals.items() if k != "ca") or 1.0', (PHASES,)),
@@ -221,7 +233,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not ok:
             print(f"the unmutated copy fails its tests: {summary}")
             return 1
-        survivors = []
+        survivors, width = [], max(len(m.name) for m in mutants)
         for m in mutants:
             path = copy / m.path
             original = path.read_text()
@@ -234,7 +246,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             verdict = "SURVIVED" if passed else "killed"
             if passed:
                 survivors.append(m.name)
-            print(f"{verdict:<9} {m.name:<38} {time.perf_counter() - t0:5.0f} s  {_short(summary)}", flush=True)
+            print(f"{verdict:<9} {m.name:<{width}} {time.perf_counter() - t0:5.0f} s  {_short(summary)}", flush=True)
     print(f"{len(mutants) - len(survivors)} of {len(mutants)} mutants killed"
           + (f"; survived: {', '.join(survivors)}" if survivors else ""))
     return 1 if survivors else 0
