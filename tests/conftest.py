@@ -6,6 +6,8 @@
   imported.  This file is imported by pytest before any test module.
 * ``device`` fixture: ``"cuda"`` when available, else ``"cpu"``; the same
   suite runs on both.  ``fp32_cuda``: no TF32 on CUDA during a test (results compared across layouts).
+* ``clock``: a scripted ``time.perf_counter`` (``clock.advance(seconds)``) for timer tests whose
+  sums must be exact rather than at the scheduler's mercy.
 * ``needs_mujoco``: skip where the installed EnvPool was built without its MuJoCo tasks.
 * ``load_script``: import a trainer script (``scripts/<name>.py``) as a module.
 * ``torchrun`` / ``torchrun_failures``: launch a script on CPU ranks (Gloo) and read the
@@ -117,6 +119,26 @@ OPS = (
 @pytest.fixture(scope="module")
 def device() -> str:
     return DEVICE
+
+
+class ScriptedClock:
+    """A ``time.perf_counter`` that moves only when told to."""
+
+    def __init__(self, start: float = 100.0):
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> ScriptedClock:
+    scripted = ScriptedClock()
+    monkeypatch.setattr("time.perf_counter", scripted)
+    return scripted
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ The figures are read from the printed table, to its printed precision: 0.01 ms p
 """
 
 import re
-import time
 
 import pytest
 
@@ -63,18 +62,19 @@ def check_rows_add_up(table: dict, phases=None) -> None:
             assert rows[name][0] == pytest.approx(ms, abs=rounding), name
 
 
-def test_timed_sleeps_add_up_to_the_wall_clock():
+def test_timed_phases_add_up_to_the_wall_clock(clock):
     timer, table = PhaseTimer("cpu"), PhaseTable(warmup=1)
     sleeps = {"rollout/env": 0.006, "rollout/inference": 0.002, "ca": 0.004, "update/forward": 0.003,
               "update/backward": 0.002}
     fed = dict.fromkeys(sleeps, 0.0)  # the seconds of the iterations the table counts
     for i in range(4):
-        t0 = time.perf_counter()
+        t0 = clock()
         for name, s in sleeps.items():
             with timer.phase(name):
-                time.sleep(s)
+                clock.advance(s)
+            clock.advance(0.0001)  # untimed work between phases
         secs = timer.read()
-        table.add(secs, time.perf_counter() - t0)
+        table.add(secs, clock() - t0)
         if i >= table.warmup:
             fed = {k: fed[k] + secs[k] for k in fed}
     text = table.format()
@@ -82,7 +82,7 @@ def test_timed_sleeps_add_up_to_the_wall_clock():
     assert set(got["groups"]) == {"rollout", "ca", "update"} and "ca" not in got["subs"]
     check_rows_add_up(got, {k: 1e3 * v / table.iterations for k, v in fed.items()})
     assert got["total"] == pytest.approx(1e3 * sum(fed.values()) / table.iterations, abs=0.01)  # each phase once
-    assert got["total"] <= got["wall"] and got["total"] == pytest.approx(got["wall"], rel=0.05)
+    assert got["wall"] - got["total"] == pytest.approx(0.5, abs=0.02)  # the five untimed gaps, 0.1 ms each
 
 
 def _synthetic_run(name: str, tmp_path, capsys, *flags) -> dict:

@@ -1,7 +1,6 @@
 """Unit tests of rltrain/: timers, Amdahl, checkpoints, config, seeding, rollout storage."""
 
 import dataclasses
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -26,20 +25,20 @@ def test_amdahl():
         amdahl_speedup(0.5, 0)
 
 
-def test_phase_timer_sums_to_wall_cpu():
+def test_phase_timer_sums_to_wall_cpu(clock):
     timer = PhaseTimer("cpu")
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(5):
         with timer.phase("rollout/env"):
-            time.sleep(0.01)
+            clock.advance(0.01)
         with timer.phase("ca"):
-            time.sleep(0.002)
+            clock.advance(0.002)
         with timer.phase("update/forward"):
-            time.sleep(0.005)
+            clock.advance(0.005)
     secs = timer.read()
-    wall = time.perf_counter() - t0
-    assert set(secs) == {"rollout/env", "ca", "update/forward"}
-    assert sum(secs.values()) == pytest.approx(wall, rel=0.05)
+    wall = clock() - t0
+    assert secs == pytest.approx({"rollout/env": 0.05, "ca": 0.01, "update/forward": 0.025})
+    assert sum(secs.values()) == pytest.approx(wall)
     assert timer.read() == {}  # read resets
     g = group_totals(secs)
     assert g["rollout"] == secs["rollout/env"] and g["update"] == secs["update/forward"]
