@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import DEVICE, call, load_script, make_inputs, rel_err, to_time_dim1, upcast
+from conftest import DEVICE, EXHAUSTIVE, call, load_script, make_inputs, rel_err, to_time_dim1, upcast
 
 import kernels
 from kernels import reference as R
@@ -52,12 +52,15 @@ def table_launches(tables: Path) -> list[tuple]:
     return out
 
 
-def assert_launch_matches_reference(config: LaunchConfig, time_contiguous: bool, dtype: torch.dtype, index: int):
-    """Run one estimator case (picked by ``index``) in ``config`` on a small shape with partial tiles
-    (a few chunks, a partial last block of environments) and compare it with the reference."""
+def assert_launch_matches_reference(config: LaunchConfig, time_contiguous: bool, dtype: torch.dtype, index: int,
+                                    family: str | None = None):
+    """Run one estimator case (of ``family``'s estimators, else any, picked by ``index``) in ``config`` on
+    a small shape with partial tiles (three chunks, a partial last block of environments) and compare
+    it with the reference."""
     if dtype not in TOL:
         dtype = torch.float32
-    op, kw = CASES[index % len(CASES)]
+    cases = [case for case in CASES if family is None or MODULES[case[0]].FAMILY == family]
+    op, kw = cases[index % len(cases)]
     T = min(2 * config.block_t + 3, 3 * config.block_t)
     N = config.block_n + 3 if not time_contiguous else min(config.block_n + 3, 7)
     if DEVICE == "cuda":
@@ -112,14 +115,25 @@ def test_every_launch_in_thread_runs_matches_the_reference(index):
 
 FIXTURE = table_launches(FIXTURE_TABLES)
 COMMITTED = table_launches(tuned.TABLES)
+TABLED = FIXTURE + COMMITTED
 
 
-@pytest.mark.parametrize("index", range(len(FIXTURE + COMMITTED)), ids=[x[3] for x in FIXTURE + COMMITTED])
+def in_fast_sample(index: int) -> bool:
+    """The fast suite checks each launch of the tables once (the first key holding it) where the
+    heuristic's and the thread runs' tests do not already run it; ``make test-full`` every key."""
+    launch = TABLED[index][:3]
+    first = next(i for i, other in enumerate(TABLED) if other[:3] == launch)
+    return index == first and launch not in set(HEURISTIC) | set(THREAD_RUNS)
+
+
+@pytest.mark.parametrize("index", [pytest.param(i, id=key, marks=() if in_fast_sample(i) else EXHAUSTIVE)
+                                   for i, (*_, key) in enumerate(TABLED)])
 def test_every_launch_a_table_holds_matches_the_reference(index):
     """The fixture table's launches and those of every table committed under kernels/launch/tuned
-    (each also validated on loading: schema, keys, configs)."""
-    config, time_contiguous, dtype, _ = (FIXTURE + COMMITTED)[index]
-    assert_launch_matches_reference(config, time_contiguous, dtype, index)
+    (each also validated on loading: schema, keys, configs), each with an estimator of its key's family."""
+    config, time_contiguous, dtype, key = TABLED[index]
+    family = key.split(":")[-1].split("/")[0]
+    assert_launch_matches_reference(config, time_contiguous, dtype, index, family)
 
 
 def test_committed_tables_are_named_after_their_device():
