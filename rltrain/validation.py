@@ -195,8 +195,16 @@ def _one_way_to_cut_launches(args) -> Optional[str]:
 @relation("kl_adaptive_lr", "anneal_lr")
 def _one_learning_rate_schedule(args) -> Optional[str]:
     if args.kl_adaptive_lr is not None and args.anneal_lr:
-        return ("--kl-adaptive-lr sets the learning rate from the KL after every minibatch and --anneal-lr "
+        return ("--kl-adaptive-lr sets the learning rate from the policy's KL during the update and --anneal-lr "
                 "would overwrite it every iteration: give --no-anneal-lr with it")
+    return None
+
+
+@relation("kl_adaptive_every", "kl_adaptive_lr")
+def _kl_schedule_needs_a_target(args) -> Optional[str]:
+    if args.kl_adaptive_every != "minibatch" and args.kl_adaptive_lr is None:
+        return (f"--kl-adaptive-every {args.kl_adaptive_every} sets when --kl-adaptive-lr adapts the rate; without "
+                "--kl-adaptive-lr nothing adapts it (give a target KL)")
     return None
 
 

@@ -59,6 +59,7 @@ WIRING = "tests/test_credit_wiring.py"
 PPO_WIRING = f"{WIRING}::test_ppo_advantages_are_gae_of_the_scripted_rollout"
 IMPALA_WIRING = f"{WIRING}::test_impala_targets_are_the_papers_on_the_scripted_rollout"
 RECIPE_KL = "tests/test_ppo_recipe.py::test_kl_adapted_lr_follows_the_rule_and_its_bounds"
+RECIPE_KL_EPOCH = "tests/test_ppo_recipe.py::test_per_epoch_adaptation_takes_the_epochs_mean_kl"
 RECIPE_VALUE_LOSS = "tests/test_ppo_recipe.py::test_the_value_loss_compares_the_head_with_normalised_targets"
 OVERLAP_STALE = "tests/test_overlap.py::test_rollout_k_plus_1_acts_with_the_parameters_from_before_update_k"
 RESUME = "tests/test_resume_state.py"
@@ -134,6 +135,8 @@ MUTANTS: Tuple[Mutant, ...] = (
     # ---- PPO's recipe flags and its overlapped rollout
     Mutant("kl-lr-rule-inverted", "rltrain/adaptive_lr.py", "torch.where(kl > 2.0 * target, lower,",
            "torch.where(kl > 2.0 * target, higher,", (RECIPE_KL,)),
+    Mutant("kl-epoch-rate-from-the-last-minibatch", "scripts/ppo.py", "for stat in mb_stats[-len(minibatches):]",
+           "for stat in mb_stats[-1:]", (RECIPE_KL_EPOCH,)),
     Mutant("norm-value-targets-raw", "scripts/ppo.py",
            'source["returns"], source["values"] = value_norm.normalize(b["returns"]), value_norm.normalize(b["values"])',
            'source["returns"], source["values"] = b["returns"], b["values"]', (RECIPE_VALUE_LOSS,)),

@@ -116,6 +116,11 @@ class Args(ExperimentArgs):
     kl_threshold; rltrain/adaptive_lr.py). On the device, without a sync, inside --graph-update's graph
     too; under torchrun from every rank's KL. It replaces the annealing: give --no-anneal-lr. The
     rate is saved in checkpoints and a resumed run continues from it"""
+    kl_adaptive_every: Literal["minibatch", "epoch"] = "minibatch"
+    """when --kl-adaptive-lr adapts the rate: after every minibatch step from that minibatch's KL
+    (rl_games' "legacy" schedule, its default), or once after every epoch from the mean KL of the
+    epoch's minibatches (its "standard" schedule): at most update_epochs factors of 1.5 per update
+    instead of one per minibatch step, for updates of many minibatch steps"""
     num_steps: int = 128
     """steps per environment per rollout (T)"""
     gamma: float = 0.99
@@ -201,6 +206,12 @@ def loss_source(b: dict, b_valid: torch.Tensor, value_norm: Optional[nn.Module] 
     return source
 
 
+LOSS_STATS = ("losses/loss", "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/old_approx_kl",
+              "losses/approx_kl", "losses/clipfrac")
+"""The diagnostics of a minibatch (:func:`minibatch_loss`'s ``stats``, in this order), logged as their means."""
+KL_STAT = LOSS_STATS.index("losses/approx_kl")
+
+
 def minibatch_loss(args: Args, learner: nn.Module, rows: dict, moments: Optional[torch.Tensor] = None):
     """PPO's clipped loss on a minibatch's ``rows`` (:func:`loss_source` indexed by the minibatch); the
     autoreset dummy rows (``valid`` 0) are left out.  ``moments``: ``(mean, std, denominator)`` of the
@@ -237,14 +248,14 @@ def minibatch_step(args: Args, learner: nn.Module, optimizer: torch.optim.Optimi
                    loss_fn: Optional[Callable[[dict], tuple]] = None):
     """One whole minibatch step, as ``--graph-update`` records it: gradients set to None, the loss
     (``loss_fn(rows)``, default :func:`minibatch_loss`), backward, clipping to ``args.max_grad_norm``,
-    the optimizer's step, and with ``--kl-adaptive-lr`` the learning rate adapted in place to the
-    minibatch's KL.  Returns the loss's diagnostics and approximate KL."""
+    the optimizer's step, and with ``--kl-adaptive-lr`` (``--kl-adaptive-every minibatch``) the
+    learning rate adapted in place to the minibatch's KL.  Returns the loss's diagnostics and approximate KL."""
     optimizer.zero_grad(set_to_none=True)
     loss, stats, approx_kl = (loss_fn or partial(minibatch_loss, args, learner))(rows)
     loss.backward()
     nn.utils.clip_grad_norm_(learner.parameters(), args.max_grad_norm)
     optimizer.step()
-    if args.kl_adaptive_lr is not None:
+    if args.kl_adaptive_lr is not None and args.kl_adaptive_every == "minibatch":
         adapt_learning_rate(optimizer, approx_kl, args.kl_adaptive_lr)
     return stats, approx_kl
 
@@ -417,8 +428,12 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                     with timer.phase("update/optim"):
                         nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                         optimizer.step()
-                        if adaptive_lr:  # from the minibatch's KL over every rank
+                        if adaptive_lr and args.kl_adaptive_every == "minibatch":  # the minibatch's KL, every rank's
                             adapt_learning_rate(optimizer, ctx.all_reduce(approx_kl, "mean"), args.kl_adaptive_lr)
+                if adaptive_lr and args.kl_adaptive_every == "epoch":  # the epoch's mean KL, every rank's
+                    with timer.phase("update/optim"):
+                        epoch_kl = torch.stack([stat[KL_STAT] for stat in mb_stats[-len(minibatches):]]).mean()
+                        adapt_learning_rate(optimizer, ctx.all_reduce(epoch_kl, "mean"), args.kl_adaptive_lr)
                 if args.target_kl is not None and ctx.all_reduce(approx_kl, "mean").item() > args.target_kl:
                     break
             if not adaptive_lr:  # (the adapted rate is not the scheduler's)
@@ -440,8 +455,7 @@ def main(args: Args, ctx: Optional[DistContext] = None) -> dict:
                 sync()
             groups = group_totals(secs)
             phases = {f"perf/{k}_s": s for k, s in {**groups, **secs, **overlapped_phases(overlapped)}.items()}
-            losses = dict(zip(["losses/loss", "losses/policy_loss", "losses/value_loss", "losses/entropy",
-                               "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac"], stats.mean(0).tolist()))
+            losses = dict(zip(LOSS_STATS, stats.mean(0).tolist()))
             g = iteration_readout(ctx, phase_secs=phases, means={**losses, "losses/explained_variance": explained_var},
                                   episode_returns=ep_returns, episode_lengths=ep_lengths, recent_returns=recent_returns,
                                   finite=finite, interrupted=interrupt.requested)  # the same on every rank

@@ -56,7 +56,8 @@ reports a lower bound of its objective at ``--report-points`` points per game, a
 bound is above the median objective of the complete trials (after ``--startup-trials`` of them): a
 trial that misses Pong's score within its budget stops there, before Breakout.  The space
 (``PPO_TO_SCORE_SPACE``) holds the recipe's ingredients with the flags that set the gradient steps per env step: the KL-adaptive learning rate's target (or
-none: ``--learning-rate`` annealed linearly over ``--total-timesteps``), value normalisation, the
+none: ``--learning-rate`` annealed linearly over ``--total-timesteps``) and whether it adapts after
+every minibatch or every epoch, value normalisation, the
 learning rate, rollout length, minibatch size, epochs, gamma, the entropy bonus, the network and its
 activation.  The trials start from ``configs/atari_fast.yaml``; the first trains its own values.
 ``--write-best`` writes ``docs/results/hparam_search_<trainer>_to_score.json`` with each game's
@@ -113,6 +114,7 @@ IMPALA_ATARI_SPACE: Dict[str, tuple] = {
 PPO_TO_SCORE_SPACE: Dict[str, tuple] = {
     # the KL-adaptive rate's target; None: --learning-rate annealed over --total-timesteps (trial_flags)
     "kl_adaptive_lr": ("categorical", [None, 0.005, 0.008, 0.01, 0.016, 0.02]),
+    "kl_adaptive_every": ("categorical", ["minibatch", "epoch"]),  # moot without a target (trial_flags)
     "norm_value": ("categorical", [False, True]),
     "learning_rate": ("float", 1e-4, 3e-3, True),  # with the KL rule: its starting value
     "num_steps": ("categorical", [16, 32, 64, 128]),
@@ -242,13 +244,16 @@ def preset_values(trainer, args: Args, config: str, space: Dict[str, tuple]) -> 
 def trial_flags(args: Args, values: Dict[str, Any], config: Optional[str] = None) -> List[str]:
     """The trainer flags of one trial (the preset, ``config`` if given, then the trial's values).  A
     ``kl_adaptive_lr`` value also sets the schedule it excludes: ``--no-anneal-lr`` with a target,
-    ``--anneal-lr`` without one (None)."""
+    ``--anneal-lr`` without one (None), and then the trainer's default ``--kl-adaptive-every`` (without a
+    target there is nothing to schedule)."""
     flags = ["--config", config or args.config or PRESETS[args.trainer], "--env-id", args.env_id, "--num-envs", str(args.num_envs),
              "--seed", str(args.train_seed)]
     if "minibatch_size" in values:
         flags += ["--num-minibatches", "0"]  # derived from --minibatch-size
     if "kl_adaptive_lr" in values:
         flags += ["--anneal-lr" if values["kl_adaptive_lr"] is None else "--no-anneal-lr"]
+        if values["kl_adaptive_lr"] is None:
+            values = {k: v for k, v in values.items() if k != "kl_adaptive_every"}
     for name, value in values.items():
         flag = "--" + name.replace("_", "-")
         flags += [flag if value else "--no-" + name.replace("_", "-")] if isinstance(value, bool) else [flag, str(value)]

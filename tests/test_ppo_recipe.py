@@ -79,7 +79,7 @@ def test_the_recorded_minibatch_step_adapts_the_rate_from_each_minibatch_kl():
         loss = learner(rows["x"].unsqueeze(1)).sum()
         return loss, loss.detach().reshape(1), rows["kl"][0]
 
-    args = SimpleNamespace(kl_adaptive_lr=0.01, max_grad_norm=1.0)
+    args = SimpleNamespace(kl_adaptive_lr=0.01, kl_adaptive_every="minibatch", max_grad_norm=1.0)
     step = GraphedStep(partial(ppo.minibatch_step, args, learner, optimizer, loss_fn=loss_fn), learner.parameters(),
                        optimizer, device)
     source = {"kl": torch.tensor(KLS, device=device), "x": torch.ones(len(KLS), device=device)}
@@ -116,6 +116,25 @@ def test_the_trainer_adapts_the_rate_after_every_minibatch_and_resumes_it(tmp_pa
     assert [r["charts/learning_rate"] for r in rows] == pytest.approx(expected, rel=1e-5)
     assert saved_lr == pytest.approx(rows[1]["charts/learning_rate"], rel=1e-6)
     assert len({round(r["charts/learning_rate"], 12) for r in rows}) > 1
+
+
+@pytest.mark.parametrize("path", [["--no-graph-update"], ["--graph-update"]])
+def test_per_epoch_adaptation_takes_the_epochs_mean_kl(tmp_path, path):
+    """--kl-adaptive-every epoch, two minibatches, one epoch: one adaptation per iteration, from the
+    mean KL of the epoch's two minibatches (the logged approximate KL), where the per-minibatch rule
+    adapts twice (its first minibatch acts with the rollout's policy, KL 0: a rise by 1.5)."""
+    flags = ["--runs-dir", str(tmp_path), "--num-envs", "4", "--num-steps", "16", "--no-progress", "--seed", "5",
+             "--num-minibatches", "2", "--update-epochs", "1", "--kl-adaptive-lr", "0.001", "--no-anneal-lr",
+             "--learning-rate", "0.002", "--ca-backend", "loop", "--total-timesteps", str(4 * 16 * 4), *path]
+    rows = metrics(ppo.main(ppo.cli([*flags, "--kl-adaptive-every", "epoch"]))["run_dir"])
+    lr, expected = 0.002, []
+    for row in rows:
+        lr = rule(lr, row["losses/approx_kl"], 0.001)
+        expected.append(lr)
+    assert [r["charts/learning_rate"] for r in rows] == pytest.approx(expected, rel=1e-5)
+    assert len({round(r["charts/learning_rate"], 12) for r in rows}) > 1
+    per_minibatch = metrics(ppo.main(ppo.cli(flags))["run_dir"])
+    assert per_minibatch[0]["charts/learning_rate"] != pytest.approx(rows[0]["charts/learning_rate"], rel=1e-3)
 
 
 def test_kl_adaptive_lr_and_annealing_are_exclusive():

@@ -289,5 +289,9 @@ def test_the_to_score_space_parses_and_validates_at_its_ends():
         validate(parsed)
         assert {k: getattr(parsed, k) for k in values} == values
         assert parsed.anneal_lr == (values["kl_adaptive_lr"] is None)
+    moot = load_script("ppo").cli(search.trial_flags(args, dict(kl_adaptive_lr=None, kl_adaptive_every="epoch"),
+                                                     config=config))  # no target: nothing to schedule
+    validate(moot)
+    assert moot.kl_adaptive_lr is None and moot.kl_adaptive_every == "minibatch"
     start = search.preset_values(load_script("ppo"), args, config, space)
     assert start is not None and start["kl_adaptive_lr"] is None and start["update_epochs"] == 8

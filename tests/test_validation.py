@@ -182,8 +182,10 @@ GRAPH_OR_COMPILE = ("--graph-update and --compile each cut the update's launches
      "(128 steps x 8 envs); give one of them and set the other to 0"),
     ("ppo", ["--num-envs", "6", "--env-groups", "4"], "--env-groups 4 must divide --num-envs 6"),
     ("ppo", ["--graph-update", "--compile"], GRAPH_OR_COMPILE),
-    ("ppo", ["--kl-adaptive-lr", "0.01"], "--kl-adaptive-lr sets the learning rate from the KL after every minibatch "
-     "and --anneal-lr would overwrite it every iteration: give --no-anneal-lr with it"),
+    ("ppo", ["--kl-adaptive-lr", "0.01"], "--kl-adaptive-lr sets the learning rate from the policy's KL during "
+     "the update and --anneal-lr would overwrite it every iteration: give --no-anneal-lr with it"),
+    ("ppo", ["--kl-adaptive-every", "epoch"], "--kl-adaptive-every epoch sets when --kl-adaptive-lr adapts the rate; "
+     "without --kl-adaptive-lr nothing adapts it (give a target KL)"),
     ("ppo", ["--config", str(ROOT / "configs" / "atari.yaml"), "--compile"], GRAPH_OR_COMPILE),  # the preset's graphs
 ])
 def test_relations(script, flags, message):
