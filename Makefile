@@ -28,7 +28,8 @@ demo: venv
 # `test`: the fast suite (minutes on 2 cores): every estimator in both layouts with terminations and
 # truncations, every dtype, every bad input, a sample of each kernel test matrix, the trainers' short
 # runs and resume. `test-full`: the rest, so that the two together run every test once: the
-# exhaustive matrices (marker `exhaustive`) and the learning runs (`slow`).
+# exhaustive matrices (marker `exhaustive`), the learning runs and the end-to-end runs of whole scripts
+# or of several processes (`slow`).
 test: venv
 	TRITON_INTERPRET=1 $(PY) -m pytest -q -ra -m "not exhaustive and not slow"
 

@@ -53,6 +53,7 @@ def _check_run(result, out: Path, estimators, shapes, impls):
         assert by_impl["loop"]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_bench_cpu_mode(tmp_path):
     estimators = ["gae", "vtrace", "episodic_prefix_sum"]
     shapes = [(16, 8), (3, 5)]

@@ -115,6 +115,7 @@ def test_the_gpu_memory_metric_on_cuda():
     del block
 
 
+@pytest.mark.slow
 def test_quick_mode_end_to_end(tmp_path):
     """Tiny PPO and IMPALA CartPole on 1 and 2 CPU ranks, then the fault check: JSON, PNG and table."""
     out = tmp_path / "scaling.json"

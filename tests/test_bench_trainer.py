@@ -43,6 +43,7 @@ def test_summarize_leaves_out_the_warmup():
     assert "error" in runs.summarize(case, rows[:1])
 
 
+@pytest.mark.slow
 def test_quick_mode_end_to_end(tmp_path, capsys):
     """Raw EnvPool, a 'before' checkout (this one) and the after trainers, tiny, on the CPU."""
     out = tmp_path / "throughput.json"
@@ -79,6 +80,7 @@ def test_quick_mode_end_to_end(tmp_path, capsys):
     assert cells["**iteration**"] == f"{ppo['after']['iteration_ms']:.1f}"
 
 
+@pytest.mark.slow
 def test_variants_wait_for_the_essential_runs_and_the_budget(tmp_path, monkeypatch):
     """Variants run after every case's before/after, and none starts past --time-budget."""
     tiny = cases.Case("ppo", "CartPole-v1", num_envs=4, num_steps=8, warmup=1, timed=1, raw_steps=20, raw_warmup=2,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import DEVICE, OPS, as_tuple, call, make_inputs
+from conftest import DEVICE, OPS, as_tuple, call, make_inputs, sampled
 
 import kernels
 from kernels._triton import INTERPRET
@@ -22,8 +22,7 @@ def write_into(case, new_case) -> None:
             v.copy_(new_case.kwargs[k])
 
 
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("T, N", [(37, 130), (1000, 40)])  # one chunk; several chunks joined by look-back
+@pytest.mark.parametrize(*sampled(("op", OPS), ("T, N", [(37, 130), (1000, 40)])))  # one chunk; several joined by look-back
 def test_a_captured_call_reads_its_tensors_as_they_are_at_each_call(op, T, N):
     case = make_inputs(op, T, N, seed=1)
     captured = kernels.capture(getattr(kernels, op), *case.args, **case.kwargs)

@@ -232,6 +232,7 @@ def test_two_ranks_match_one_process_on_the_whole_batch(reference):
     assert r0["reduced"] == r1["reduced"] == {"rows": 64.0, "rank": 1.0, "only_on_rank0": 1.0, "only_on_rank1": 1.0}
 
 
+@pytest.mark.slow
 def test_two_rank_checkpoint_resumes_each_rank(reference, tmp_path):
     _, ref = reference
     ckpt = tmp_path / "ckpt.pt"
@@ -252,7 +253,7 @@ def test_two_rank_checkpoint_resumes_each_rank(reference, tmp_path):
         DistContext().load_checkpoint(ckpt)
 
 
-@pytest.mark.parametrize("mode", ["kill", "raise", "nan", "hang"])
+@pytest.mark.parametrize("mode", ["raise", "kill", *(pytest.param(m, marks=pytest.mark.slow) for m in ("nan", "hang"))])
 def test_a_failing_rank_stops_the_job_naming_it(mode, tmp_path):
     timeout_s = 4 if mode == "hang" else 20
     done, wall = launch("--out", str(tmp_path), "--steps", "4", "--fail", mode, "--fail-rank", "1",

@@ -79,6 +79,7 @@ def test_ppo_two_ranks_identical_parameters_and_rank0_output(ppo_pair):
     assert not torch.equal(rng0, rng1)  # each rank its own generator
 
 
+@pytest.mark.slow
 def test_ppo_two_rank_resume_continues_every_rank(ppo_pair, tmp_path):
     runs = tmp_path / "runs"
     first, _ = torchrun(PPO, *PPO_TINY, "--runs-dir", str(runs), "--total-timesteps", str(2 * GLOBAL_BATCH))
@@ -102,6 +103,7 @@ def test_ppo_two_rank_resume_continues_every_rank(ppo_pair, tmp_path):
         assert resumed[r]["rng"]["numpy"][1].tolist() == straight[r]["rng"]["numpy"][1].tolist()
 
 
+@pytest.mark.slow
 def test_impala_two_ranks(tmp_path):
     done, _ = torchrun(IMPALA, "--no-cuda", "--num-envs", "8", "--num-steps", "8", "--num-minibatches", "2",
                        "--update-epochs", "2", "--num-threads", "1", "--no-progress", "--checkpoint-every", "1",
@@ -130,6 +132,7 @@ def test_flags_two_ranks_cannot_run_exit_2_naming_the_flag(flags, message, tmp_p
     assert not list(tmp_path.iterdir())  # nothing was created
 
 
+@pytest.mark.slow
 def test_a_killed_rank_stops_the_job(tmp_path):
     """kill -9 of rank 1 mid-run: the job exits non-zero and names rank 1, well within the timeout."""
     runs = tmp_path / "runs"

@@ -196,6 +196,7 @@ def test_graceful_interrupt_defers_the_first_ctrl_c(monkeypatch):
     assert signal.getsignal(signal.SIGINT) is before
 
 
+@pytest.mark.slow
 def test_a_burst_of_sigints_stops_the_trainer_after_the_iteration_with_its_checkpoint(tmp_path):
     """``timeout -s INT`` signals the trainer and then its process group (the trainer again); a
     terminal's Ctrl-C under torchrun arrives twice too. Two SIGINTs 0.1 s apart are one request: the

@@ -127,6 +127,7 @@ def test_compile_gives_the_eager_losses(tmp_path):
     assert all(torch.allclose(ma[k], mb[k], rtol=1e-4, atol=1e-6) for k in ma)
 
 
+@pytest.mark.slow
 def test_track_wandb_offline(tmp_path):
     env = dict(os.environ, WANDB_MODE="offline", WANDB_SILENT="true")
     r = run_cli(tmp_path, "--track", *TINY, "--total-timesteps", "32", "--ca-backend", "triton", env=env)
@@ -135,6 +136,7 @@ def test_track_wandb_offline(tmp_path):
 
 
 # ------------------------------------------------------------------ checkpoint / resume
+@pytest.mark.slow
 def test_resume_after_kill(tmp_path):
     flags = ["--num-envs", "4", "--num-steps", "128", "--total-timesteps", str(4 * 128 * 12),
              "--checkpoint-every", "2", "--ca-backend", "triton", "--no-progress"]
@@ -254,6 +256,7 @@ def test_bad_input_is_exit_2_with_one_line_and_no_run_folder(tmp_path, capsys, f
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_and_keeps_checkpoint(tmp_path):
     first = run_inproc(tmp_path, "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "256",
                        "--checkpoint-every", "1", "--ca-backend", "triton", "--no-progress")

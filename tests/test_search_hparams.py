@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 search = load_script("search_hparams")
 
 
+@pytest.mark.slow
 def test_quick_search_stores_trials_and_writes_the_best(tmp_path):
     pytest.importorskip("optuna")
     best = tmp_path / "best.json"

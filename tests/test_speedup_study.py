@@ -116,6 +116,7 @@ def test_separate_rounds_pair_by_position():
     assert [[r["i"] for r in s] for s in steady] == [[1, 2, 3], [1, 2, 3]] and len(warm) == 2
 
 
+@pytest.mark.slow
 def test_separate_processes(tmp_path):
     result = run_study(tmp_path, *ONE_POINT, "--backends", "loop", "triton", "--separate-processes")
     assert result["failed"] == 0
@@ -126,6 +127,7 @@ def test_separate_processes(tmp_path):
         assert r["mode"] == "separate processes" and "--ca-backend " + r["backend"] in r["command"]
 
 
+@pytest.mark.slow
 def test_wandb_offline_group_and_tags(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
