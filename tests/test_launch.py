@@ -43,12 +43,12 @@ def heuristic_launches() -> list[tuple]:
 
 
 def table_launches(tables: Path) -> list[tuple]:
-    """Every (launch, layout, dtype, key) of the tables in ``tables``."""
+    """Every (launch, layout, dtype, family, key) of the tables in ``tables``."""
     out = []
     for path in sorted(tables.glob("*.json")):
         for key, config in tuned.check_table(json.loads(path.read_text()), str(path)).items():
             family, layout, dtype = key.split("/")[:3]
-            out.append((config, layout == "nt", getattr(torch, dtype), f"{path.stem}:{key}"))
+            out.append((config, layout == "nt", getattr(torch, dtype), family, f"{path.stem}:{key}"))
     return out
 
 
@@ -118,21 +118,26 @@ COMMITTED = table_launches(tuned.TABLES)
 TABLED = FIXTURE + COMMITTED
 
 
-def in_fast_sample(index: int) -> bool:
-    """The fast suite checks each launch of the tables once (the first key holding it) where the
-    heuristic's and the thread runs' tests do not already run it; ``make test-full`` every key."""
-    launch = TABLED[index][:3]
-    first = next(i for i, other in enumerate(TABLED) if other[:3] == launch)
-    return index == first and launch not in set(HEURISTIC) | set(THREAD_RUNS)
+def fast_sample() -> set:
+    """The indices of ``TABLED`` the fast suite checks: each launch of the tables once (its first key)
+    where the heuristic's and the thread runs' tests do not already run it; ``make test-full`` every key."""
+    seen, picked = set(HEURISTIC) | set(THREAD_RUNS), set()
+    for index, (config, time_contiguous, dtype, *_) in enumerate(TABLED):
+        if (config, time_contiguous, dtype) not in seen:
+            seen.add((config, time_contiguous, dtype))
+            picked.add(index)
+    return picked
 
 
-@pytest.mark.parametrize("index", [pytest.param(i, id=key, marks=() if in_fast_sample(i) else EXHAUSTIVE)
+FAST_SAMPLE = fast_sample()
+
+
+@pytest.mark.parametrize("index", [pytest.param(i, id=key, marks=() if i in FAST_SAMPLE else EXHAUSTIVE)
                                    for i, (*_, key) in enumerate(TABLED)])
 def test_every_launch_a_table_holds_matches_the_reference(index):
     """The fixture table's launches and those of every table committed under kernels/launch/tuned
     (each also validated on loading: schema, keys, configs), each with an estimator of its key's family."""
-    config, time_contiguous, dtype, key = TABLED[index]
-    family = key.split(":")[-1].split("/")[0]
+    config, time_contiguous, dtype, family, _ = TABLED[index]
     assert_launch_matches_reference(config, time_contiguous, dtype, index, family)
 
 
