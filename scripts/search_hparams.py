@@ -504,7 +504,7 @@ def main(args: Args) -> Dict[str, Any]:
         args = dataclasses.replace(args, config=PRESETS[args.trainer])
     if args.trials < 0 or args.budget_s <= 0 or args.num_envs < 1 or args.report_every_s <= 0:
         raise ConfigError("--trials must be >= 0, --budget-s and --report-every-s > 0, --num-envs >= 1")
-    optuna = import_optuna()
+    import_optuna()  # a ConfigError before anything starts where optuna is missing
     study_name = args.study_name or f"{args.trainer}_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
     study = make_study(args, study_name)
     trainer = load_trainer(args.trainer)
@@ -513,11 +513,7 @@ def main(args: Args) -> Dict[str, Any]:
     def objective(trial) -> float:
         values = suggest(trial, space)
         flags = trial_flags(args, values)
-        try:
-            validate(trainer.cli(trial_flags(args, values, config=str(config))))
-        except ConfigError as e:
-            raise optuna.TrialPruned(f"rejected by the trainer: {e}") from None
-        trial_dir = Path(args.study_dir).resolve() / study_name / f"trial_{trial.number:04d}"
+        trial_dir = checked_trial_dir(trial, args, study_name, trainer, [trial_flags(args, values, config=str(config))])
         return run_trial(trial, args, flags, trial_dir)
 
     optimize(study, args, objective, preset_values(trainer, args, str(config), space),
@@ -541,7 +537,7 @@ def main_to_score(args: Args) -> Dict[str, Any]:
                                config=args.config or TO_SCORE_PRESET)
     if args.trials < 0 or args.num_envs < 1:
         raise ConfigError("--trials must be >= 0, --num-envs >= 1")
-    optuna = import_optuna()
+    import_optuna()  # a ConfigError before anything starts where optuna is missing
     games = "+".join(t.env_id for t in objective.targets)
     study_name = args.study_name or f"{args.trainer}_to_score_{games}_{args.num_envs}envs_{args.measure}"
     study = make_study(args, study_name, direction="minimize",
@@ -551,13 +547,9 @@ def main_to_score(args: Args) -> Dict[str, Any]:
 
     def run(trial) -> float:
         values = suggest(trial, space)
-        try:
-            for target in objective.targets:
-                validate(trainer.cli(trial_flags(dataclasses.replace(args, env_id=target.env_id), values,
-                                                 config=str(config))))
-        except ConfigError as e:
-            raise optuna.TrialPruned(f"rejected by the trainer: {e}") from None
-        trial_dir = Path(args.study_dir).resolve() / study_name / f"trial_{trial.number:04d}"
+        trial_dir = checked_trial_dir(trial, args, study_name, trainer, [
+            trial_flags(dataclasses.replace(args, env_id=target.env_id), values, config=str(config))
+            for target in objective.targets])
         return score_trial(trial, args, objective, values, trial_dir)
 
     optimize(study, args, run, preset_values(trainer, args, str(config), space),
@@ -579,6 +571,19 @@ def import_optuna():
         raise ConfigError("the search needs the package optuna (pip install optuna)") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
+
+
+def checked_trial_dir(trial, args: Args, study_name: str, trainer, commands: List[List[str]]) -> Path:
+    """The folder of ``trial``'s runs, once the trainer accepts each of its ``commands`` (flag lists); a
+    combination the trainer rejects (a minibatch larger than the batch) prunes the trial before it starts."""
+    import optuna
+
+    try:
+        for flags in commands:
+            validate(trainer.cli(flags))
+    except ConfigError as e:
+        raise optuna.TrialPruned(f"rejected by the trainer: {e}") from None
+    return Path(args.study_dir).resolve() / study_name / f"trial_{trial.number:04d}"
 
 
 def optimize(study, args: Args, run, start: Optional[Dict[str, Any]], describe) -> None:
