@@ -53,7 +53,7 @@ class Args:
     given again replaces its stored run)"""
     alias: List[str] = field(default_factory=list)
     """OLD=NEW: count runs named OLD (--exp-name) as seeds of configuration NEW, e.g. a search trial that
-    trained the preset (the runs' label; their exp name stays; a merged run keeps its stored label)"""
+    trained the preset (the runs' label, merged runs' included; their exp name stays)"""
     reproduce: List[str] = field(default_factory=list)
     """CONFIG=FLAGS: the flags today's trainer needs on top of the commands of configuration CONFIG's runs
     to train them as they ran (e.g. preset-eager=--no-graph-update after the preset changed), stored as
