@@ -14,15 +14,17 @@ import importlib.metadata
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
 
 from rltrain.runtime import num_cores, select_device
 
-__all__ = ["machine_info", "cpu_model", "nvidia_driver", "package_version", "git_commit", "DRIVER_QUERY_TIMEOUT_S"]
+__all__ = ["machine_info", "cpu_model", "nvidia_driver", "package_version", "git_commit", "recorded_args",
+           "OUTSIDE_CHECKOUT", "DRIVER_QUERY_TIMEOUT_S"]
 
 DRIVER_QUERY_TIMEOUT_S = 10.0
+OUTSIDE_CHECKOUT = "DIR"  # what a recorded command writes for a folder outside the checkout
 
 
 def machine_info(device: Union[torch.device, str, None] = None) -> Dict[str, Any]:
@@ -119,3 +121,26 @@ def git_commit(root: Path) -> Optional[str]:
     except (OSError, subprocess.TimeoutExpired):
         return lines[1] + "+unknown"
     return lines[1] + ("+dirty" if status.returncode != 0 or status.stdout.strip() else "")
+
+
+def recorded_args(argv: Sequence[str], root: Path) -> List[str]:
+    """``argv`` as a results file keeps it: the arguments as given, except absolute paths (alone or as
+    ``--flag=PATH``), which name folders of the measuring machine: one inside the checkout ``root`` is
+    written relative to it, one outside as ``DIR/<file name>`` (:data:`OUTSIDE_CHECKOUT`), so the command
+    reads the same on any machine and still says which file it wrote."""
+    root = Path(root).resolve()
+
+    def path(value: str) -> str:
+        if not value.startswith("/"):
+            return value
+        p = Path(value).resolve()
+        try:
+            return str(p.relative_to(root))
+        except ValueError:
+            return f"{OUTSIDE_CHECKOUT}/{p.name}"
+
+    def argument(a: str) -> str:
+        flag, eq, value = a.partition("=")
+        return f"{flag}={path(value)}" if eq and a.startswith("-") else path(a)
+
+    return [argument(a) for a in argv]

@@ -23,14 +23,15 @@ from typing import Any, Dict, Optional
 import torch
 import tyro
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain checkout too
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a plain checkout too
 
 from agents import make_agent  # noqa: E402
 from envs import ObsNormalizer  # noqa: E402
 from rltrain.checkpoint import load_checkpoint, origin_of, require_keys  # noqa: E402
 from rltrain.config import exit_on_config_error  # noqa: E402
 from rltrain.evaluation import AgentPolicy, VideoRecorder, evaluate, make_eval_envs  # noqa: E402
-from rltrain.machine import machine_info  # noqa: E402
+from rltrain.machine import machine_info, recorded_args  # noqa: E402
 from rltrain.runtime import select_device  # noqa: E402
 from rltrain.validation import validate  # noqa: E402
 
@@ -121,5 +122,5 @@ def main(args: Args, command: Optional[str] = None) -> Dict[str, Any]:
 
 
 if __name__ == "__main__":
-    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__),
-                                      command=shlex.join(["python", "scripts/evaluate.py", *sys.argv[1:]])))
+    command = shlex.join(["python", "scripts/evaluate.py", *recorded_args(sys.argv[1:], ROOT)])
+    exit_on_config_error(lambda: main(tyro.cli(Args, description=__doc__), command=command))

@@ -79,3 +79,14 @@ def test_cuda_info_names_the_gpu_and_its_driver():
     info = machine.machine_info()  # the default: the CUDA device where there is one
     assert info["device_name"] == torch.cuda.get_device_name(0)
     assert all(info[k] for k in RESULTS_KEYS), info
+
+
+def test_a_recorded_command_names_no_folder_of_the_measuring_machine(tmp_path):
+    """Paths inside the checkout become relative, paths outside it ``DIR/<name>``; other arguments stay."""
+    root = tmp_path / "checkout"
+    (root / "docs").mkdir(parents=True)
+    argv = ["scripts/bench_kernels.py", "--quick", "--out", str(tmp_path / "out" / "grid.json"),
+            f"--json={root / 'docs' / 'e.json'}", "--shapes", "4096x128", str(root / "docs")]
+    assert machine.recorded_args(argv, root) == [
+        "scripts/bench_kernels.py", "--quick", "--out", "DIR/grid.json", "--json=docs/e.json", "--shapes", "4096x128",
+        "docs"]

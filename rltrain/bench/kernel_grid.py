@@ -29,7 +29,7 @@ from rltrain.bench.cells import DTYPES, INPUT_SET_SEED_STEP, TOL, cell_bytes, ce
 from rltrain.bench.plots import plot_all
 from rltrain.bench.timing import (GRAPH_CALLS, captured_us, copy_bandwidth, graph_us, host_us, input_set_count, sync,
                                   time_us)
-from rltrain.machine import git_commit, machine_info
+from rltrain.machine import git_commit, machine_info, recorded_args
 
 ROOT = Path(__file__).resolve().parents[2]
 IMPLS = ("triton", "sequential", "compile", "loop")  # "before" too, with --before-root
@@ -267,7 +267,7 @@ def environment(opts, copy_gbs) -> dict:
     meta = dict(
         machine_info(opts.device), device=opts.device, commit=git_commit(ROOT), copy_gbs=copy_gbs,
         interpret=os.environ.get("TRITON_INTERPRET", "0"),
-        argv=" ".join(sys.argv), loop_max_t=LOOP_MAX_T, max_cell_gib=MAX_CELL_BYTES / 2**30,
+        argv=" ".join(recorded_args(sys.argv, ROOT)), loop_max_t=LOOP_MAX_T, max_cell_gib=MAX_CELL_BYTES / 2**30,
         tolerance=TOL, warmup_ms=opts.warmup_ms, rep_ms=opts.rep_ms, check_envs=opts.check_envs,
     )
     if torch.device(opts.device).type == "cuda":

@@ -20,7 +20,7 @@ from rltrain.bench.envpool import raw_throughput
 from rltrain.bench.trainer_cases import CASES, Case, quick_case
 from rltrain.bench.trainer_tables import phase_order, table
 from rltrain.bench.update_microbench import UPDATE_CASES, update_microbench
-from rltrain.machine import git_commit, machine_info
+from rltrain.machine import git_commit, machine_info, recorded_args
 from rltrain.runtime import num_cores
 from rltrain.timers import OVERLAPPED
 from rltrain.trainer import GPU_MEMORY_METRIC
@@ -230,7 +230,7 @@ BEFORE_ROOT = "<checkout of before_commit>"  # what --before-root stands for in 
 
 def machine(argv: Sequence[str], before_root: Optional[str], script: str = "scripts/bench_trainer.py") -> Dict:
     """:func:`rltrain.machine.machine_info`, the two checkouts' commits and the command line (``python
-    script argv``): the arguments as given (a relative ``--out`` stays relative), the ``--before-root``
+    script argv``): the arguments as :func:`rltrain.machine.recorded_args` keeps them, the ``--before-root``
     path, which names a directory of the measuring machine, replaced by :data:`BEFORE_ROOT`."""
     def recorded(a: str) -> str:
         if before_root and a in (before_root, f"--before-root={before_root}"):
@@ -238,7 +238,7 @@ def machine(argv: Sequence[str], before_root: Optional[str], script: str = "scri
         return a
     return {**machine_info(), "after_commit": git_commit(ROOT),
             "before_commit": git_commit(Path(before_root)) if before_root else None,
-            "command": " ".join(["python", script, *map(recorded, argv)])}
+            "command": " ".join(["python", script, *recorded_args(map(recorded, argv), ROOT)])}
 
 
 def write(results: Dict, path: Path, t_start: float) -> None:
