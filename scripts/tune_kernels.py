@@ -38,16 +38,19 @@ from kernels.launch.autotune import candidates  # noqa: E402
 from kernels.launch.heuristic import DeviceInfo, device_info  # noqa: E402
 from rltrain.bench.cells import DTYPES, checked_times  # noqa: E402
 from rltrain.bench.kernel_grid import QUICK_SHAPES as GRID_QUICK_SHAPES  # noqa: E402
+from rltrain.bench.rl_triton import SHAPES as RL_TRITON_SHAPES  # noqa: E402
 
 # The estimator that stands for each family in the sweep.
 REPRESENTATIVES = {"gae": "gae", "vtrace": "vtrace", "retrace": "retrace", "returns": "lambda_returns",
                    "forward": "eligibility_traces"}
 # N x T, swept shape by shape in this order, so that a time budget cuts the last: first the shapes
 # whose launches matter most (one column of a long sequence, the trainers' 4096 x 128, the largest
-# problem, the long sequences of few environments), then the rest of the benchmark's quick grid.
+# problem, the long sequences of few environments), then the rest of the benchmark's quick grid and of the
+# rl-triton comparison's shapes.
 FIRST_SHAPES = ((16, 1048576), (4096, 128), (8192, 4096), (128, 4096), (128, 2048), (128, 8192), (256, 4096),
                 (32768, 8))
-DEFAULT_SHAPES = tuple(dict.fromkeys(FIRST_SHAPES + tuple(GRID_QUICK_SHAPES) + ((256, 2048), (256, 8192))))
+DEFAULT_SHAPES = tuple(dict.fromkeys(FIRST_SHAPES + tuple(GRID_QUICK_SHAPES) + ((256, 2048), (256, 8192))
+                                     + tuple(RL_TRITON_SHAPES)))
 QUICK_SHAPES = ((12, 40),)
 
 
