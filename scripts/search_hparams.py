@@ -504,7 +504,7 @@ def main(args: Args) -> Dict[str, Any]:
         args = dataclasses.replace(args, config=PRESETS[args.trainer])
     if args.trials < 0 or args.budget_s <= 0 or args.num_envs < 1 or args.report_every_s <= 0:
         raise ConfigError("--trials must be >= 0, --budget-s and --report-every-s > 0, --num-envs >= 1")
-    import_optuna()  # a ConfigError before anything starts where optuna is missing
+    import_optuna()  # before anything starts
     study_name = args.study_name or f"{args.trainer}_{args.env_id}_{args.num_envs}envs_{args.budget_s:g}s"
     study = make_study(args, study_name)
     trainer = load_trainer(args.trainer)
@@ -537,7 +537,7 @@ def main_to_score(args: Args) -> Dict[str, Any]:
                                config=args.config or TO_SCORE_PRESET)
     if args.trials < 0 or args.num_envs < 1:
         raise ConfigError("--trials must be >= 0, --num-envs >= 1")
-    import_optuna()  # a ConfigError before anything starts where optuna is missing
+    import_optuna()  # before anything starts
     games = "+".join(t.env_id for t in objective.targets)
     study_name = args.study_name or f"{args.trainer}_to_score_{games}_{args.num_envs}envs_{args.measure}"
     study = make_study(args, study_name, direction="minimize",
@@ -563,14 +563,14 @@ def main_to_score(args: Args) -> Dict[str, Any]:
     return doc
 
 
-def import_optuna():
-    """The optuna module, its logging quieted; a ConfigError where it is not installed."""
+def import_optuna() -> None:
+    """Import optuna once, its logging quieted (the functions below import it again, from the cache); a
+    ConfigError where it is not installed."""
     try:
         import optuna
     except ImportError:
         raise ConfigError("the search needs the package optuna (pip install optuna)") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna
 
 
 def checked_trial_dir(trial, args: Args, study_name: str, trainer, commands: List[List[str]]) -> Path:
