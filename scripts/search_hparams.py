@@ -60,6 +60,9 @@ none: ``--learning-rate`` annealed linearly over ``--total-timesteps``) and whet
 every minibatch or every epoch, value normalisation, the
 learning rate, rollout length, minibatch size, epochs, gamma, the entropy bonus, the network and its
 activation.  The trials start from ``configs/atari_fast.yaml``; the first trains its own values.
+``--num-envs-choices 256 512 1024`` (with ``--measure seconds``) adds the env count to the space: at a
+fixed rollout length fewer envs make more policy updates per env step (rl_games' EnvPool Pong config
+trains 24 envs) but step slower on the same cores, a trade that only training seconds weigh.
 ``--write-best`` writes ``docs/results/hparam_search_<trainer>_to_score.json`` with each game's
 steps, seconds and command of the best trials (and, with ``--reproduce``, each game's reproduce command).
 """
@@ -154,7 +157,8 @@ class Args:
     env_id: str = "Pong-v5"
     """game to search on (one preset serves every Atari game: search on one, check on others)"""
     num_envs: int = 1024
-    """--num-envs of every trial (fixed: the search is for this many envs)"""
+    """--num-envs of every trial (fixed: the search is for this many envs; with --num-envs-choices, the first
+    trial's)"""
     config: str = ""
     """preset the trials start from; the space's flags override it (empty: the trainer's Atari preset)"""
     budget_s: float = 300.0
@@ -203,6 +207,10 @@ class Args:
     """to-score: a game not reached within its budget costs budget x penalty / reference (>= 1)"""
     report_points: int = 16
     """to-score: points per game at which a trial reports a lower bound of its objective for pruning"""
+    num_envs_choices: Tuple[int, ...] = ()
+    """to-score with --measure seconds: search --num-envs over these counts too (e.g. 256 512 1024; fewer envs
+    make more policy updates per env step but step slower, so only training seconds compare them); --num-envs
+    is then the first trial's count"""
 
 
 def quick_args(args: Args) -> Args:
@@ -246,7 +254,9 @@ def trial_flags(args: Args, values: Dict[str, Any], config: Optional[str] = None
     ``kl_adaptive_lr`` value also sets the schedule it excludes: ``--no-anneal-lr`` with a target,
     ``--anneal-lr`` without one (None), and then the trainer's default ``--kl-adaptive-every`` (without a
     target there is nothing to schedule)."""
-    flags = ["--config", config or args.config or PRESETS[args.trainer], "--env-id", args.env_id, "--num-envs", str(args.num_envs),
+    num_envs = values.get("num_envs", args.num_envs)
+    values = {k: v for k, v in values.items() if k != "num_envs"}
+    flags = ["--config", config or args.config or PRESETS[args.trainer], "--env-id", args.env_id, "--num-envs", str(num_envs),
              "--seed", str(args.train_seed)]
     if "minibatch_size" in values:
         flags += ["--num-minibatches", "0"]  # derived from --minibatch-size
@@ -441,7 +451,8 @@ def score_document(study, args: Args, space: Dict[str, tuple], objective: ScoreO
     complete = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE), key=lambda t: t.value)
     counts = {s.name.lower(): sum(t.state == s for t in study.trials) for s in optuna.trial.TrialState}
     return {
-        "study": study.study_name, "trainer": args.trainer, "num_envs": args.num_envs, "config": args.config,
+        "study": study.study_name, "trainer": args.trainer, "num_envs": args.num_envs,
+        **({"num_envs_choices": list(args.num_envs_choices)} if args.num_envs_choices else {}), "config": args.config,
         "objective": objective.describe(args.measure), "measure": args.measure,
         "targets": [dataclasses.asdict(t) for t in objective.targets], "penalty": objective.penalty,
         "train_seed": args.train_seed, "sampler": f"TPE (multivariate, {args.startup_trials} random trials first)",
@@ -455,6 +466,20 @@ def score_document(study, args: Args, space: Dict[str, tuple], objective: ScoreO
                   **{k: (t.user_attrs.get("machine") or {}).get(k) for k in ("device_name", "cpu_model")}}
                  for t in complete[:args.top]],
     }
+
+
+def to_score_space(args: Args) -> Dict[str, tuple]:
+    """``PPO_TO_SCORE_SPACE``, with ``--num-envs-choices`` as one more categorical flag (``num_envs``); those
+    counts compare only in training seconds (``--measure seconds``), each a positive number of envs."""
+    choices = tuple(args.num_envs_choices)
+    if not choices:
+        return PPO_TO_SCORE_SPACE
+    if args.measure != "seconds":
+        raise ConfigError("--num-envs-choices needs --measure seconds: fewer envs take fewer env steps to a score "
+                          "but step slower, so env steps alone would always favour the fewest")
+    if min(choices) < 1 or len(set(choices)) != len(choices):
+        raise ConfigError(f"--num-envs-choices {' '.join(map(str, choices))}: distinct counts >= 1")
+    return {**PPO_TO_SCORE_SPACE, "num_envs": ("categorical", list(choices))}
 
 
 def to_score_objective(args: Args) -> ScoreObjective:
@@ -497,6 +522,8 @@ def main(args: Args) -> Dict[str, Any]:
         args = quick_args(args)
     if args.objective == "to-score":
         return main_to_score(args)
+    if args.num_envs_choices:
+        raise ConfigError("--num-envs-choices is a flag of --objective to-score (with --measure seconds)")
     space = QUICK_SPACE if args.quick else SPACES[args.trainer]
     if args.trials is None:
         args = dataclasses.replace(args, trials=40)
@@ -532,14 +559,15 @@ def main_to_score(args: Args) -> Dict[str, Any]:
     if args.trainer != "ppo":
         raise ConfigError("--objective to-score searches PPO's recipe (PPO_TO_SCORE_SPACE); use --trainer ppo")
     objective = to_score_objective(args)
-    space = PPO_TO_SCORE_SPACE
+    space = to_score_space(args)
     args = dataclasses.replace(args, trials=40 if args.trials is None else args.trials,
                                config=args.config or TO_SCORE_PRESET)
     if args.trials < 0 or args.num_envs < 1:
         raise ConfigError("--trials must be >= 0, --num-envs >= 1")
     import_optuna()  # before anything starts
     games = "+".join(t.env_id for t in objective.targets)
-    study_name = args.study_name or f"{args.trainer}_to_score_{games}_{args.num_envs}envs_{args.measure}"
+    envs = "-".join(map(str, args.num_envs_choices)) if args.num_envs_choices else str(args.num_envs)
+    study_name = args.study_name or f"{args.trainer}_to_score_{games}_{envs}envs_{args.measure}"
     study = make_study(args, study_name, direction="minimize",
                        pruner=median_bound_pruner(args.startup_trials))
     trainer = load_trainer(args.trainer)

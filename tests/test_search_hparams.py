@@ -296,3 +296,44 @@ def test_the_to_score_space_parses_and_validates_at_its_ends():
     assert moot.kl_adaptive_lr is None and moot.kl_adaptive_every == "minibatch"
     start = search.preset_values(load_script("ppo"), args, config, space)
     assert start is not None and start["kl_adaptive_lr"] is None and start["update_epochs"] == 8
+
+
+def test_the_env_count_joins_the_to_score_space_in_training_seconds_only():
+    """``--num-envs-choices`` adds ``num_envs`` to the space: a trial's commands carry its count once (the
+    trainer parses it), the first trial's is ``--num-envs``; env steps alone cannot weigh the count
+    (fewer envs step slower), so it needs ``--measure seconds``, and the return objective rejects it."""
+    config = str(ROOT / search.TO_SCORE_PRESET)
+    args = search.Args(objective="to-score", measure="seconds", num_envs=1024, num_envs_choices=(256, 512, 1024))
+    space = search.to_score_space(args)
+    assert space["num_envs"] == ("categorical", [256, 512, 1024])
+    assert {k: v for k, v in space.items() if k != "num_envs"} == search.PPO_TO_SCORE_SPACE
+    flags = search.trial_flags(args, {"num_envs": 256, "update_epochs": 4}, config=config)
+    assert flags.count("--num-envs") == 1 and flags[flags.index("--num-envs") + 1] == "256"
+    parsed = load_script("ppo").cli(flags)
+    validate(parsed)
+    assert parsed.num_envs == 256 and parsed.update_epochs == 4
+    assert search.preset_values(load_script("ppo"), args, config, space)["num_envs"] == 1024
+    assert search.to_score_space(search.Args(objective="to-score")) is search.PPO_TO_SCORE_SPACE
+    for bad, match in ((dict(measure="steps"), "needs --measure seconds"),
+                       (dict(num_envs_choices=(256, 0)), "distinct counts >= 1"),
+                       (dict(num_envs_choices=(256, 256)), "distinct counts >= 1")):
+        with pytest.raises(ConfigError, match=match):
+            search.to_score_space(search.Args(**{**dict(objective="to-score", measure="seconds",
+                                                       num_envs_choices=(256, 1024)), **bad}))
+    with pytest.raises(ConfigError, match="a flag of --objective to-score"):
+        search.main(search.Args(num_envs_choices=(256, 1024)))
+
+
+def test_a_trial_whose_env_count_cannot_fill_its_minibatch_is_pruned_before_it_starts(tmp_path):
+    """256 envs x 16 steps make a batch of 4096 steps: a minibatch of 8192 is rejected by the trainer, so
+    the trial is pruned without training; 1024 envs hold it."""
+    optuna = pytest.importorskip("optuna")
+    config = str(ROOT / search.TO_SCORE_PRESET)
+    args = search.Args(objective="to-score", measure="seconds", num_envs_choices=(256, 1024), study_dir=str(tmp_path))
+    trial = optuna.create_study().ask()
+    values = {"num_steps": 16, "minibatch_size": 8192}
+    with pytest.raises(optuna.TrialPruned, match="rejected by the trainer"):
+        search.checked_trial_dir(trial, args, "s", load_script("ppo"),
+                                 [search.trial_flags(args, {**values, "num_envs": 256}, config=config)])
+    assert search.checked_trial_dir(trial, args, "s", load_script("ppo"), [
+        search.trial_flags(args, {**values, "num_envs": 1024}, config=config)]).name == "trial_0000"
